@@ -1,0 +1,1 @@
+"""``byoa-bench``: measurements of the engine on the hardware it runs on."""

@@ -1,0 +1,35 @@
+"""``byoa-skills``: the command line. It only wires the subcommands together."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from byoa_skills import __version__
+from byoa_skills.commands import wav_check
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``byoa-skills`` with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="byoa-skills",
+        description=(
+            "The engine behind a BYOA agent wallet: it checks and runs the skills a site "
+            "asks for (audio.transcribe, text.generate) on this computer, within the "
+            "visitor's grants."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    wav_check.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``byoa-skills`` with ``argv`` and return its exit status (2 for a usage error)."""
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+#!/usr/bin/env sh
+# Sets up byoa-skills in ./.venv on a fresh machine, from the project's own files.
+#
+#   scripts/bootstrap.sh            the engine and its embedded default model
+#   scripts/bootstrap.sh dev        the same, plus what the tests need (sox, Node.js, pytest...)
+#
+# System tools come from the distribution's packages (apt-get, as root or through sudo);
+# everything else from PyPI into the virtual environment.
+set -eu
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+
+missing=""
+if [ "$extras" = "dev" ]; then
+    command -v sox >/dev/null 2>&1 || missing="$missing sox"
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+fi
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"
+    else echo "bootstrap: please install:$missing" >&2; exit 1; fi
+    echo "bootstrap: installing$missing" >&2
+    # shellcheck disable=SC2086
+    $sudo apt-get install -y -q $missing >/dev/null || {
+        $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q $missing >/dev/null
+    }
+fi
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
+    echo "bootstrap: Python 3.10 or newer is needed as python3" >&2; exit 1; }
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+if [ -n "$extras" ]; then spec=".[$extras]"; else spec="."; fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+echo "bootstrap: ready in .venv (byoa-skills $(.venv/bin/byoa-skills --version | cut -d' ' -f2))" >&2
