@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_wav_code_is_documented() -> None:
     text = (ROOT / "docs" / "wav.md").read_text()
-    documented = set(re.findall(r"^\| `([a-z-]+)` \|", text, flags=re.MULTILINE))
+    documented = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, flags=re.MULTILINE))
     assert documented == set(CODES)
 
 
