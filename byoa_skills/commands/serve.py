@@ -1,0 +1,122 @@
+"""``byoa-skills serve``: the warm pool behind the local API, until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+
+from aiohttp import web
+
+from byoa_skills.pool import PoolConfig, WorkerPool, WorkerStartFailed, default_layout
+from byoa_skills.serve.app import LOOPBACK_HOSTS, build_app
+from byoa_skills.serve.metrics import EngineMetrics
+from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
+from byoa_skills.skills import SkillEngine
+
+from .common import add_model_arguments, configure_logging, resolve_model
+
+DEFAULT_PORT = 8787
+log = logging.getLogger("byoa_skills.serve")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``serve`` to the ``byoa-skills`` parser."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the warm pool and the local API on loopback",
+        description=(
+            "Start the worker processes (each loads the model and warms up), then answer "
+            "skill calls on a local HTTP/WebSocket API bound to loopback, protected by a "
+            "bearer token. GET /ready answers 200 once every worker is warm. SIGTERM drains: "
+            "calls in flight finish, new ones are refused."
+        ),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8787)")
+    add_model_arguments(serve)
+    serve.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    serve.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    serve.add_argument("--queue", type=int, default=64, help="calls that may wait (default 64)")
+    serve.add_argument(
+        "--token", help=f"the bearer token (default: ${TOKEN_ENV}, else the token file)"
+    )
+    serve.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until told to stop; 0 after a clean stop, 1 if the model or workers fail."""
+    configure_logging(args.log_level)
+    if args.host not in LOOPBACK_HOSTS:
+        print(
+            f"byoa-skills serve: --host must be a loopback address, not {args.host}",
+            file=sys.stderr,
+        )
+        return 2
+    model = resolve_model(args)
+    if model is None:
+        return 1
+    model_name, model_dir, device = model
+    workers, _ = default_layout(device)
+    config = PoolConfig(
+        model_dir=model_dir, model_name=model_name, device=device,
+        workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
+    )  # fmt: skip
+    token = args.token or _environment_token()
+    if token is None:
+        token, path, created = load_or_create_token()
+        print(
+            f"byoa-skills: the API token is {'new ' if created else ''}in {path}", file=sys.stderr
+        )
+    try:
+        asyncio.run(serve(config, args.host, args.port, token))
+    except WorkerStartFailed as error:
+        print(f"byoa-skills serve: a worker could not start: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def serve(config: PoolConfig, host: str, port: int, token: str) -> None:
+    """Run the API and the pool until SIGTERM or SIGINT, then drain and stop."""
+    metrics = EngineMetrics()
+    pool = WorkerPool(config, on_event=metrics.on_pool_event)
+    metrics.watch_pool(pool)
+    engine = SkillEngine(pool, on_call=metrics.record_call)
+    runner = web.AppRunner(build_app(engine, metrics, token), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    log.info("event=listening url=http://%s:%d workers=%d model=%s device=%s",
+             host, port, config.workers, config.model_name, config.device)  # fmt: skip
+    try:
+        starting = asyncio.create_task(pool.start())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done():
+            starting.result()
+            log.info("event=ready workers=%s", ",".join(map(str, pool.worker_pids())))
+            print(f"byoa-skills: ready on http://{host}:{port}", file=sys.stderr, flush=True)
+            await stop.wait()
+            log.info("event=draining queued=%d busy=%d", pool.queue_depth, pool.busy_workers)
+            await pool.drain()
+        else:
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, WorkerStartFailed):
+                await starting
+    finally:
+        await pool.close()
+        await runner.cleanup()
+        log.info("event=stopped")
+
+
+def _environment_token() -> str | None:
+    import os
+
+    return os.environ.get(TOKEN_ENV) or None

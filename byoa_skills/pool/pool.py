@@ -1,0 +1,317 @@
+"""The warm pool: a bounded queue in front of worker processes that each hold the model.
+
+Each worker has a slot: a shared memory block for one clip's samples and a loop that takes
+the next call from the queue, runs it, and replaces the worker when it dies, overruns a
+deadline, or has served enough. The slot loop is the one owner of a running call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.shared_memory import SharedMemory
+
+import numpy as np
+
+from byoa_skills.wav import Clip, max_frames
+
+from .config import PoolConfig
+from .errors import (
+    CallFailure,
+    DeadlineExceeded,
+    NotReady,
+    QueueFull,
+    ShuttingDown,
+    TranscribeFailed,
+    WorkerCrashed,
+    WorkerStartFailed,
+)
+from .worker import WorkerDied, WorkerProcess
+
+log = logging.getLogger("byoa_skills.pool")
+
+#: Called with ("worker-restart", reason) and ("worker-ready", seconds to start).
+EventHook = Callable[[str, str | float], None]
+
+
+@dataclass(frozen=True)
+class Transcription:
+    """A pool's answer to one clip."""
+
+    text: str
+    language: str
+    language_probability: float
+    #: Seconds from the call's arrival to its answer, and of them, waiting in the queue.
+    seconds: float
+    queued_seconds: float
+    worker_pid: int
+
+
+@dataclass
+class _Call:
+    clip: Clip
+    language: str | None
+    arrived: float
+    deadline: float
+    future: asyncio.Future[Transcription]
+    started: float | None = None
+    abandoned: bool = False
+
+
+@dataclass
+class _Slot:
+    index: int
+    shm: SharedMemory
+    samples: np.ndarray
+    worker: WorkerProcess | None = None
+    calls_served: int = 0
+    busy: bool = False
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class WorkerPool:
+    """Warm worker processes answering ``audio.transcribe`` clips, one call per worker at a
+    time, with a bounded queue, per-call deadlines and self-healing workers."""
+
+    def __init__(self, config: PoolConfig, on_event: EventHook | None = None) -> None:
+        self.config = config
+        self._on_event = on_event or (lambda kind, value: None)
+        self._queue: asyncio.Queue[_Call] = asyncio.Queue(maxsize=config.max_queue)
+        self._slots: list[_Slot] = []
+        self._ids = itertools.count(1)
+        self._draining = False
+        self._started = False
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.restarts = 0
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every worker and return when all are warm; raise
+        :class:`WorkerStartFailed` (after stopping the others) if one cannot start."""
+        size = 2 * max_frames(self.config.max_clip_seconds)
+        for index in range(self.config.workers):
+            shm = SharedMemory(create=True, size=size)
+            samples = np.ndarray((size // 2,), dtype="<i2", buffer=shm.buf)
+            self._slots.append(_Slot(index, shm, samples))
+        try:
+            await asyncio.gather(*(self._start_worker(slot) for slot in self._slots))
+        except BaseException:
+            await self.close()
+            raise
+        for slot in self._slots:
+            slot.task = asyncio.create_task(self._serve(slot), name=f"pool-slot-{slot.index}")
+        self._started = True
+
+    @property
+    def ready(self) -> bool:
+        """Whether calls are taken and at least one worker is warm."""
+        return (
+            self._started
+            and not self._draining
+            and any(s.worker is not None and s.worker.alive for s in self._slots)
+        )
+
+    @property
+    def queue_depth(self) -> int:
+        """Calls waiting for a worker."""
+        return self._queue.qsize()
+
+    @property
+    def busy_workers(self) -> int:
+        """Workers running a call now."""
+        return sum(slot.busy for slot in self._slots)
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the live workers."""
+        return [s.worker.pid for s in self._slots if s.worker and s.worker.alive and s.worker.pid]
+
+    def worker_rss_mib(self) -> list[float]:
+        """Each live worker's resident memory as it last reported it, in MiB."""
+        return [s.worker.rss_mib for s in self._slots if s.worker and s.worker.alive]
+
+    async def drain(self) -> None:
+        """Refuse new calls; return when every queued and running call has its answer."""
+        self._draining = True
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Stop the workers (calls still waiting get ``shutting-down``) and free the memory."""
+        self._draining = True
+        self._started = False
+        for slot in self._slots:
+            if slot.task:
+                slot.task.cancel()
+        await asyncio.gather(*(s.task for s in self._slots if s.task), return_exceptions=True)
+        while not self._queue.empty():
+            call = self._queue.get_nowait()
+            _fail(call, ShuttingDown("the engine is shutting down"))
+        await asyncio.gather(*(s.worker.stop() for s in self._slots if s.worker))
+        for slot in self._slots:
+            del slot.samples
+            slot.shm.close()
+            with contextlib.suppress(FileNotFoundError):
+                slot.shm.unlink()
+        self._slots.clear()
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def transcribe(
+        self, clip: Clip, language: str | None = None, deadline: float | None = None
+    ) -> Transcription:
+        """Transcribe one clip within ``deadline`` seconds (the configured default if None).
+
+        Raises a :class:`CallFailure`: ``queue-full`` at once when the queue is full,
+        ``shutting-down``, ``deadline-exceeded``, ``worker-crashed``, or the model's refusal.
+        """
+        if self._draining:
+            raise ShuttingDown("the engine is shutting down and takes no new calls")
+        if not self._started:
+            raise NotReady("the workers are still loading the model")
+        if clip.frames > len(self._slots[0].samples):
+            raise TranscribeFailed(f"a clip of {clip.seconds:.1f} s is longer than the pool takes")
+        now = time.monotonic()
+        seconds = self.config.default_deadline if deadline is None else deadline
+        call = _Call(clip, language, now, now + seconds, asyncio.get_running_loop().create_future())
+        try:
+            self._queue.put_nowait(call)
+        except asyncio.QueueFull:
+            raise QueueFull(f"{self._queue.maxsize} calls are already waiting") from None
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            return await asyncio.wait_for(asyncio.shield(call.future), max(0.0, seconds))
+        except asyncio.TimeoutError:
+            if call.started is None:
+                call.abandoned = True
+                raise DeadlineExceeded(f"no worker took the call within {seconds:g} s") from None
+            return await call.future  # the slot answers at the same deadline
+        except asyncio.CancelledError:
+            call.abandoned = call.started is None
+            raise
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    # -- slots --------------------------------------------------------------------------
+
+    async def _serve(self, slot: _Slot) -> None:
+        while True:
+            if slot.worker is None or not slot.worker.alive:
+                await self._replace(slot, "died")
+                continue
+            call = await self._next_call(slot)
+            if call is None or call.abandoned or call.future.done():
+                continue
+            if not slot.worker.alive:  # it died as the call arrived: replace it, then run
+                await self._replace(slot, "died")
+            if time.monotonic() >= call.deadline:
+                _fail(call, DeadlineExceeded("the deadline passed while the call waited"))
+                continue
+            slot.busy = True
+            try:
+                await self._run(slot, call)
+            finally:
+                slot.busy = False
+            if self._should_recycle(slot):
+                await self._replace(slot, "recycled")
+
+    async def _next_call(self, slot: _Slot) -> _Call | None:
+        """The next queued call, or None when the idle worker dies first."""
+        assert slot.worker is not None
+        taking = asyncio.ensure_future(self._queue.get())
+        exiting = asyncio.ensure_future(slot.worker.wait_exit())
+        try:
+            await asyncio.wait({taking, exiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exiting.cancel()
+            if not taking.done():
+                taking.cancel()
+        return taking.result() if taking.done() and not taking.cancelled() else None
+
+    async def _run(self, slot: _Slot, call: _Call) -> None:
+        worker = slot.worker
+        assert worker is not None
+        call.started = time.monotonic()
+        slot.samples[: call.clip.frames] = call.clip.samples
+        job = worker.run(next(self._ids), call.clip.frames, call.language)
+        try:
+            answer = await asyncio.wait_for(job, max(0.0, call.deadline - call.started))
+        except asyncio.TimeoutError:
+            worker.kill()
+            _fail(call, DeadlineExceeded("the call overran its deadline; its worker was replaced"))
+            await self._replace(slot, "deadline")
+            return
+        except WorkerDied as died:
+            _fail(call, WorkerCrashed(str(died)))
+            await self._replace(slot, "crashed")
+            return
+        slot.calls_served += 1
+        if answer.result is None:
+            _fail(call, TranscribeFailed(answer.message or "refused", answer.code))
+            return
+        done = time.monotonic()
+        transcription = Transcription(
+            text=answer.result["text"],
+            language=answer.result["language"],
+            language_probability=answer.result["language_probability"],
+            seconds=done - call.arrived,
+            queued_seconds=call.started - call.arrived,
+            worker_pid=worker.pid or 0,
+        )
+        if not call.future.done():
+            call.future.set_result(transcription)
+
+    def _should_recycle(self, slot: _Slot) -> bool:
+        config, worker = self.config, slot.worker
+        if worker is None:
+            return False
+        by_calls = 0 < config.recycle_after_calls <= slot.calls_served
+        by_memory = 0 < config.max_worker_rss_mib < worker.rss_mib
+        return by_calls or by_memory
+
+    async def _replace(self, slot: _Slot, reason: str) -> None:
+        old = slot.worker
+        if old is not None:
+            log.warning(
+                "event=worker-replace slot=%d pid=%s reason=%s calls=%d rss_mib=%.0f",
+                slot.index, old.pid, reason, slot.calls_served, old.rss_mib,
+            )  # fmt: skip
+            await old.stop()
+        self.restarts += 1
+        self._on_event("worker-restart", reason)
+        delay = 0.5
+        while True:
+            try:
+                await self._start_worker(slot)
+                return
+            except WorkerStartFailed as error:
+                log.error("event=worker-start-failed slot=%d error=%r", slot.index, str(error))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+    async def _start_worker(self, slot: _Slot) -> None:
+        began = time.monotonic()
+        slot.worker = WorkerProcess(self.config, slot.shm.name, f"byoa-worker-{slot.index}")
+        slot.calls_served = 0
+        await slot.worker.wait_ready()
+        seconds = time.monotonic() - began
+        log.info(
+            "event=worker-ready slot=%d pid=%s start_s=%.2f rss_mib=%.0f",
+            slot.index, slot.worker.pid, seconds, slot.worker.rss_mib,
+        )  # fmt: skip
+        self._on_event("worker-ready", seconds)
+
+
+def _fail(call: _Call, failure: CallFailure) -> None:
+    if not call.future.done():
+        call.future.set_exception(failure)
+        call.future.exception()  # retrieved here: a caller that gave up may never read it

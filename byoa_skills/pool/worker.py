@@ -1,0 +1,160 @@
+"""One worker process, seen from the parent: start it, wait until it is ready, run a job.
+
+The parent notices a worker's death through its process sentinel and its pipe, both
+watched by the event loop: nothing polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .config import PoolConfig
+from .errors import WorkerStartFailed
+from .worker_main import run_worker
+
+_SPAWN = multiprocessing.get_context("spawn")
+
+
+class WorkerDied(Exception):
+    """The worker process ended while the parent waited for it."""
+
+
+@dataclass(frozen=True)
+class JobAnswer:
+    """What a worker said about one job: a result dict, or a refusal code and message."""
+
+    result: dict[str, Any] | None
+    code: str | None
+    message: str | None
+    rss_mib: float
+
+
+class WorkerProcess:
+    """A spawned worker process and the futures of what the parent waits for from it."""
+
+    def __init__(self, config: PoolConfig, shm_name: str, name: str) -> None:
+        self._config = config
+        self._loop = asyncio.get_running_loop()
+        parent_end, child_end = _SPAWN.Pipe(duplex=True)
+        self._conn: Connection = parent_end
+        self._process = _SPAWN.Process(
+            target=run_worker, args=(child_end, config, shm_name), name=name, daemon=True
+        )
+        self._process.start()
+        child_end.close()
+        self._ready: asyncio.Future[float] = self._loop.create_future()
+        self._job: tuple[int, asyncio.Future[JobAnswer]] | None = None
+        self._exited = asyncio.Event()
+        self.rss_mib = 0.0
+        self._loop.add_reader(self._conn.fileno(), self._on_readable)
+        self._loop.add_reader(self._process.sentinel, self._on_exit)
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id."""
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process has not ended."""
+        return not self._exited.is_set()
+
+    async def wait_ready(self) -> None:
+        """Return when the worker has loaded its model and warmed up; raise
+        :class:`WorkerStartFailed` if it fails, dies or takes longer than the start timeout."""
+        try:
+            self.rss_mib = await asyncio.wait_for(
+                asyncio.shield(self._ready), self._config.start_timeout
+            )
+        except asyncio.TimeoutError:
+            self.kill()
+            raise WorkerStartFailed(f"no ready within {self._config.start_timeout:g} s") from None
+
+    async def run(self, job_id: int, frames: int, language: str | None) -> JobAnswer:
+        """Send a job whose samples are already in the shared block; return the answer.
+
+        Raises :class:`WorkerDied` if the process ends first. Cancelling leaves the worker
+        busy: the caller must kill it.
+        """
+        future: asyncio.Future[JobAnswer] = self._loop.create_future()
+        self._job = (job_id, future)
+        try:
+            self._conn.send(("job", job_id, frames, language))
+        except (OSError, ValueError) as error:
+            self._job = None
+            raise WorkerDied(f"the pipe to the worker is closed: {error}") from None
+        try:
+            return await future
+        finally:
+            self._job = None
+
+    async def wait_exit(self) -> None:
+        """Return when the process has ended."""
+        await self._exited.wait()
+
+    def kill(self) -> None:
+        """End the process at once (SIGKILL)."""
+        if self._process.is_alive():
+            self._process.kill()
+
+    async def stop(self) -> None:
+        """Ask the worker to finish and end; SIGTERM, then SIGKILL after the grace period."""
+        if self.alive:
+            with contextlib.suppress(OSError, ValueError):
+                self._conn.send(("stop",))
+        for escalate in (self._terminate, self.kill):
+            try:
+                await asyncio.wait_for(self._exited.wait(), self._config.stop_grace)
+                break
+            except asyncio.TimeoutError:
+                escalate()
+        await self._exited.wait()
+
+    def _terminate(self) -> None:
+        if self._process.is_alive() and self._process.pid:
+            self._process.terminate()
+
+    def _on_readable(self) -> None:
+        try:
+            while self._conn.poll():
+                self._dispatch(self._conn.recv())
+        except (EOFError, OSError):
+            self._loop.remove_reader(self._conn.fileno())
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "ready" and not self._ready.done():
+            self._ready.set_result(float(message[2]))
+        elif kind == "failed" and not self._ready.done():
+            self._ready.set_exception(WorkerStartFailed(message[1]))
+        elif kind in ("result", "refused") and self._job and self._job[0] == message[1]:
+            future = self._job[1]
+            if kind == "result":
+                answer = JobAnswer(message[2], None, None, message[2]["rss_mib"])
+            else:
+                answer = JobAnswer(None, message[2], message[3], message[4])
+            self.rss_mib = answer.rss_mib
+            if not future.done():
+                future.set_result(answer)
+
+    def _on_exit(self) -> None:
+        self._loop.remove_reader(self._process.sentinel)
+        self._on_readable()  # an answer sent just before the end still counts
+        with contextlib.suppress(OSError, ValueError):
+            self._loop.remove_reader(self._conn.fileno())
+        self._process.join(0)
+        code = self._process.exitcode
+        how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit {code}"
+        error = WorkerDied(f"worker {self._process.name} (pid {self.pid}) ended: {how}")
+        if not self._ready.done():
+            self._ready.set_exception(WorkerStartFailed(str(error)))
+        if self._job and not self._job[1].done():
+            self._job[1].set_exception(error)
+        self._exited.set()
+        self._conn.close()

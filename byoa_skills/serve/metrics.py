@@ -1,0 +1,58 @@
+"""The engine's Prometheus metrics, in a registry of its own."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from byoa_skills.pool import WorkerPool
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 120)
+
+
+class EngineMetrics:
+    """Calls by skill and outcome, latency, audio seconds, queue depth, worker restarts."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.calls = Counter(
+            "byoa_calls", "Skill calls answered, by skill and outcome code",
+            ["skill", "outcome"], registry=self.registry,
+        )  # fmt: skip
+        self.latency = Histogram(
+            "byoa_call_seconds", "Time from a call's arrival to its answer", ["skill"],
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.audio_seconds = Counter(
+            "byoa_audio_seconds", "Seconds of audio transcribed", registry=self.registry
+        )
+        self.queue_depth = Gauge(
+            "byoa_queue_depth", "Calls waiting for a worker", registry=self.registry
+        )
+        self.busy_workers = Gauge(
+            "byoa_busy_workers", "Workers running a call", registry=self.registry
+        )
+        self.worker_restarts = Counter(
+            "byoa_worker_restarts", "Workers replaced, by reason", ["reason"],
+            registry=self.registry,
+        )  # fmt: skip
+
+    def watch_pool(self, pool: WorkerPool) -> None:
+        """Read the queue depth and busy workers from ``pool`` at each scrape."""
+        self.queue_depth.set_function(lambda: pool.queue_depth)
+        self.busy_workers.set_function(lambda: pool.busy_workers)
+
+    def on_pool_event(self, kind: str, value: str | float) -> None:
+        """The pool's event hook: counts worker restarts by reason."""
+        if kind == "worker-restart":
+            self.worker_restarts.labels(reason=str(value)).inc()
+
+    def record_call(self, skill: str, outcome: str, seconds: float, audio_seconds: float) -> None:
+        """Count one answered call."""
+        self.calls.labels(skill=skill, outcome=outcome).inc()
+        self.latency.labels(skill=skill).observe(seconds)
+        if audio_seconds:
+            self.audio_seconds.inc(audio_seconds)
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus' text format."""
+        return generate_latest(self.registry)
