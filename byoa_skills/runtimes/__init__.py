@@ -1,0 +1,27 @@
+"""Speech-to-text backends behind one small interface.
+
+:class:`SpeechBackend` is the interface, :class:`Transcript` its answer, :class:`DecodeOptions`
+the decoding options, :func:`load_backend` the way to get a loaded backend for a model folder.
+Importing this package does not import faster-whisper, CTranslate2 or onnxruntime: a backend
+imports them when it is loaded.
+"""
+
+from .base import SAMPLE_RATE, SpeechBackend, Transcript, check_samples
+from .errors import CODES, RuntimeRefusal
+from .factory import load_backend
+from .options import DecodeOptions
+from .whisper_ct2 import DEFAULT_COMPUTE_TYPES, DEVICES, WhisperCT2Backend
+
+__all__ = [
+    "CODES",
+    "DEFAULT_COMPUTE_TYPES",
+    "DEVICES",
+    "SAMPLE_RATE",
+    "DecodeOptions",
+    "RuntimeRefusal",
+    "SpeechBackend",
+    "Transcript",
+    "WhisperCT2Backend",
+    "check_samples",
+    "load_backend",
+]

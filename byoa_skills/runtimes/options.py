@@ -1,0 +1,56 @@
+"""The decoding options for short voice clips, set in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How a Whisper backend decodes a clip of at most 15 s. docs/runtime.md gives the reasons
+    and the figures behind each default.
+
+    Decoding is always at temperature 0 with no fallback to sampling, so the same clip always
+    gives the same text, and an unintelligible clip costs one decode, not six.
+    """
+
+    #: Fixed: no sampling, no temperature fallback.
+    TEMPERATURE: ClassVar[float] = 0.0
+
+    #: Beams searched; 1 is greedy decoding. 5 costs little more than 1 on these clips and is
+    #: more accurate on long ones.
+    beam_size: int = 5
+    #: Beam search patience factor (1.0 stops at ``beam_size`` finished hypotheses).
+    patience: float = 1.0
+    #: Feed the text of the previous 30 s window as a prompt (a clip has only one window).
+    condition_on_previous_text: bool = False
+    #: Decode text tokens only, no timestamp tokens.
+    without_timestamps: bool = True
+    #: Cut non-speech with the Silero VAD before decoding; a clip with no speech left is
+    #: answered ``""`` without running the model.
+    vad_filter: bool = True
+    #: Silero speech probability above which a 32 ms frame counts as speech.
+    vad_threshold: float = 0.5
+    #: Silence shorter than this does not end a speech chunk, in milliseconds.
+    vad_min_silence_ms: int = 2000
+    #: Padding kept around each speech chunk, in milliseconds.
+    vad_speech_pad_ms: int = 400
+    #: A window whose no-speech probability is above this, and whose average token
+    #: log-probability is below ``log_prob_threshold``, is answered with no text.
+    no_speech_threshold: float | None = 0.6
+    log_prob_threshold: float | None = -1.0
+    #: Most tokens decoded per 30 s window; bounds the time a runaway repetition can take.
+    max_new_tokens: int | None = 224
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {self.beam_size}")
+        if self.patience <= 0:
+            raise ValueError(f"patience must be positive, got {self.patience}")
+        if not 0.0 < self.vad_threshold < 1.0:
+            raise ValueError(f"vad_threshold must be in (0, 1), got {self.vad_threshold}")
+        if self.vad_min_silence_ms < 0 or self.vad_speech_pad_ms < 0:
+            raise ValueError("VAD durations must not be negative")
+        if self.max_new_tokens is not None and not 1 <= self.max_new_tokens <= 440:
+            raise ValueError(f"max_new_tokens must be in [1, 440], got {self.max_new_tokens}")

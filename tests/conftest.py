@@ -1,0 +1,31 @@
+"""Shared fixtures: a model cache and one warm engine for the whole session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from engine import Engine, start_engine
+
+from byoa_skills.models import ensure_model
+
+
+@pytest.fixture(scope="session")
+def engine_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``BYOA_SKILLS_HOME`` whose cache holds ``base`` and ``tiny.en``, assembled once."""
+    home = tmp_path_factory.mktemp("byoa-home")
+    for name in ("base", "tiny.en"):
+        ensure_model(name, cache_dir=home / "cache" / "models")
+    return home
+
+
+@pytest.fixture(scope="session")
+def engine(engine_home: Path) -> Iterator[Engine]:
+    """``byoa-skills serve`` on ``base`` with two single-threaded workers, warm."""
+    running = start_engine(engine_home, "--model", "base", "--workers", "2", "--queue", "32")
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()

@@ -1,0 +1,110 @@
+"""Real speech through a real ``serve`` process: many calls at once, a worker killed in the
+middle of a call, a call over its deadline, and a drain on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+from engine import Engine, call_http, call_ws, start_engine
+from speech import clips, skill_input, word_recall
+
+JFK = skill_input("jfk.wav")
+
+
+def wait_for(condition, what: str, timeout: float = 300) -> None:  # type: ignore[no-untyped-def]
+    """Wait until ``condition()`` holds: a wait for a state, not a measurement."""
+    limit = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > limit:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_twenty_calls_at_once_each_get_their_own_answer(engine: Engine) -> None:
+    english = clips("sentence", "en") + clips("human", "en")
+    frames = [
+        {"type": "call", "id": index, "skill": "audio.transcribe",
+         "input": skill_input(english[index % len(english)]["file"]), "params": {"language": "en"}}
+        for index in range(20)
+    ]  # fmt: skip
+    answers = asyncio.run(call_ws(engine, frames, expect=20))
+    assert sorted(answer["id"] for answer in answers) == list(range(20))
+    texts: dict[str, set[str]] = {}
+    for answer in answers:
+        clip = english[answer["id"] % len(english)]
+        assert answer["ok"] is True, answer
+        assert answer["receipt"] == {"cost": "0.000 USD", "provider": "local"}
+        texts.setdefault(clip["file"], set()).add(answer["output"]["text"])
+        assert word_recall(clip["text"], answer["output"]["text"]) >= 0.8, (clip, answer)
+    assert all(len(variants) == 1 for variants in texts.values())  # deterministic
+
+
+def test_a_worker_killed_mid_call(engine: Engine) -> None:
+    before = engine.workers()
+    restarts = engine.metric("byoa_worker_restarts_total", reason="crashed")
+
+    async def run() -> list[tuple[int, dict[str, object]]]:
+        calls = [
+            asyncio.create_task(call_http(engine, "audio.transcribe", {"input": JFK}))
+            for _ in range(2)
+        ]
+        await asyncio.to_thread(wait_for, lambda: engine.metric("byoa_busy_workers") == 2,
+                                "both workers busy")  # fmt: skip
+        os.kill(before[0], signal.SIGKILL)
+        return await asyncio.gather(*calls)
+
+    outcomes = asyncio.run(run())
+    codes = sorted(str(body.get("code")) for _, body in outcomes)
+    assert codes == ["None", "worker-crashed"]
+    assert sorted(status for status, _ in outcomes) == [200, 500]
+    wait_for(lambda: len(engine.workers()) == 2, "the pool back to two workers")
+    after = engine.workers()
+    assert before[0] not in after and before[1] in after
+    assert engine.metric("byoa_worker_restarts_total", reason="crashed") == restarts + 1
+    status, body = asyncio.run(call_http(engine, "audio.transcribe", {"input": JFK}))
+    assert status == 200 and "country" in body["output"]["text"].lower()
+
+
+def test_a_call_over_its_deadline(engine: Engine) -> None:
+    restarts = engine.metric("byoa_worker_restarts_total", reason="deadline")
+    status, body = asyncio.run(
+        call_http(engine, "audio.transcribe", {"input": JFK, "deadlineSeconds": 0.2})
+    )
+    assert (status, body["code"]) == (504, "deadline-exceeded")
+    wait_for(
+        lambda: engine.metric("byoa_worker_restarts_total", reason="deadline") == restarts + 1,
+        "the overrunning worker replaced",
+    )
+    wait_for(lambda: len(engine.workers()) == 2, "the pool back to two workers")
+    status, body = asyncio.run(call_http(engine, "audio.transcribe", {"input": JFK}))
+    assert status == 200 and "country" in body["output"]["text"].lower()
+
+
+def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
+    small = start_engine(engine_home, "--model", "tiny.en", "--workers", "1",
+                         log_name="drain.log")  # fmt: skip
+    try:
+        small.wait_ready()
+
+        async def run() -> list[tuple[int, dict[str, object]]]:
+            calls = [
+                asyncio.create_task(call_http(small, "audio.transcribe", {"input": JFK}))
+                for _ in range(3)
+            ]
+            await asyncio.to_thread(wait_for, lambda: small.metric("byoa_queue_depth") == 2,
+                                    "two calls queued behind the first")  # fmt: skip
+            small.process.send_signal(signal.SIGTERM)
+            return await asyncio.gather(*calls)
+
+        outcomes = asyncio.run(run())
+        assert [status for status, _ in outcomes] == [200, 200, 200]
+        assert all("country" in body["output"]["text"].lower() for _, body in outcomes)
+        assert small.process.wait(timeout=60) == 0
+        log = small.log.read_text()
+        assert "event=draining" in log and "event=stopped" in log
+    finally:
+        small.stop()
