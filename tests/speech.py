@@ -15,9 +15,10 @@ CLIPS: list[dict[str, Any]] = json.loads((SPEECH / "clips.json").read_text(encod
 def clips(kind: str | None = None, language: str | None = None) -> list[dict[str, Any]]:
     """The clips of this kind (sentence, human, country, silence, noise) and language."""
     return [
-        clip for clip in CLIPS
-        if (kind is None or clip["kind"] == kind) and (language is None or clip["language"] == language)
-    ]  # fmt: skip
+        clip
+        for clip in CLIPS
+        if kind in (None, clip["kind"]) and language in (None, clip["language"])
+    ]
 
 
 def skill_input(name: str) -> dict[str, Any]:

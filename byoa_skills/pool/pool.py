@@ -44,7 +44,7 @@ class Transcription:
     """A pool's answer to one clip."""
 
     text: str
-    language: str
+    language: str | None
     language_probability: float
     #: Seconds from the call's arrival to its answer, and of them, waiting in the queue.
     seconds: float
