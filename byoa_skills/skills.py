@@ -132,6 +132,7 @@ class SkillEngine:
             facts={
                 "clip_s": round(clip.seconds, 3),
                 "queued_ms": round(answer.queued_seconds * 1000, 1),
+                "infer_ms": round(answer.inference_seconds * 1000, 1),
                 "language": answer.language,
                 "worker": answer.worker_pid,
             },

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from pathlib import Path
@@ -36,3 +37,30 @@ def word_recall(said: str, heard: str) -> float:
     """The share of the words said that were heard."""
     expected, got = words(said), set(words(heard))
     return sum(word in got for word in expected) / max(1, len(expected))
+
+
+@functools.lru_cache(maxsize=2)
+def _whisper_model(model_dir: str, threads: int) -> Any:
+    from faster_whisper import WhisperModel
+
+    return WhisperModel(model_dir, compute_type="int8", cpu_threads=threads)
+
+
+def faster_whisper_text(model_dir: Path, samples: Any, language: str, threads: int) -> str:
+    """The text faster-whisper's own ``WhisperModel.transcribe`` gives with the engine's
+    decoding options (the reference the engine's answers are compared with)."""
+    from byoa_skills.runtimes import DecodeOptions
+
+    options = DecodeOptions()
+    segments, _ = _whisper_model(str(model_dir), threads).transcribe(
+        samples,
+        language=language,
+        beam_size=options.beam_size,
+        temperature=DecodeOptions.TEMPERATURE,
+        compression_ratio_threshold=None,
+        condition_on_previous_text=options.condition_on_previous_text,
+        without_timestamps=options.without_timestamps,
+        vad_filter=options.vad_filter,
+        max_new_tokens=options.max_new_tokens,
+    )
+    return "".join(segment.text for segment in segments).strip()

@@ -157,3 +157,22 @@ def test_outcomes_are_counted_by_code(engine: Engine) -> None:
     asyncio.run(call_http(engine, "audio.transcribe", {"input": audio(STEREO)}))
     after = engine.metric("byoa_calls_total", skill="audio.transcribe", outcome="not-mono")
     assert after == before + 1
+
+
+def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
+    async def run() -> tuple[int, str]:
+        body = json.dumps({"input": audio(JFK), "params": {"language": "en"}})
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"{engine.url}/v1/skills/audio.transcribe", data=body, headers=headers
+            ) as response,
+        ):
+            return response.status, response.headers.get("Server-Timing", "")
+
+    status, timing = asyncio.run(run())
+    assert status == 200
+    parts = dict(part.strip().split(";dur=") for part in timing.split(","))
+    assert set(parts) == {"queue", "infer"}
+    assert float(parts["queue"]) >= 0 and float(parts["infer"]) > 0

@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 from engine import Engine, call_http, call_ws, start_engine
-from speech import clips, skill_input, word_recall
+from speech import SPEECH, clips, faster_whisper_text, skill_input, word_recall
+
+from byoa_skills.models import model_path
+from byoa_skills.wav import parse_wav
 
 JFK = skill_input("jfk.wav")
 
@@ -41,6 +44,9 @@ def test_twenty_calls_at_once_each_get_their_own_answer(engine: Engine) -> None:
         texts.setdefault(clip["file"], set()).add(answer["output"]["text"])
         assert word_recall(clip["text"], answer["output"]["text"]) >= 0.8, (clip, answer)
     assert all(len(variants) == 1 for variants in texts.values())  # deterministic
+    log = engine.log.read_text()
+    assert "event=call skill=audio.transcribe outcome=ok" in log
+    assert not any(word in log for word in ("Americans", "quick brown", "Hello world"))
 
 
 def test_a_worker_killed_mid_call(engine: Engine) -> None:
@@ -108,3 +114,18 @@ def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
         assert "event=draining" in log and "event=stopped" in log
     finally:
         small.stop()
+
+
+def test_answers_equal_faster_whisper_called_directly(engine: Engine) -> None:
+    chosen = clips("sentence") + clips("human")
+    frames = [
+        {"type": "call", "id": clip["file"], "skill": "audio.transcribe",
+         "input": skill_input(clip["file"]), "params": {"language": clip["language"]}}
+        for clip in chosen
+    ]  # fmt: skip
+    answers = {a["id"]: a for a in asyncio.run(call_ws(engine, frames, expect=len(frames)))}
+    folder = model_path("base", cache_dir=engine.home / "cache" / "models")
+    for clip in chosen:
+        samples = parse_wav((SPEECH / clip["file"]).read_bytes()).to_float32()
+        direct = faster_whisper_text(folder, samples, clip["language"], threads=1)
+        assert answers[clip["file"]]["output"]["text"] == direct, clip["file"]

@@ -134,3 +134,15 @@ def test_a_worker_that_cannot_load_fails_the_start(tiny: PoolConfig, tmp_path: P
 
     message = asyncio.run(main())
     assert message != "started" and message
+
+
+def test_closing_answers_every_call_it_abandons(tiny: PoolConfig, jfk) -> None:  # type: ignore[no-untyped-def]
+    async def main() -> list[str]:
+        pool = WorkerPool(replace(tiny, max_queue=4))
+        await pool.start()
+        calls = await start_calls(pool, jfk, 3)  # one running, two waiting
+        await pool.close()
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        return [getattr(outcome, "code", "answered") for outcome in outcomes]
+
+    assert asyncio.run(main()) == ["shutting-down"] * 3

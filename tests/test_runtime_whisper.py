@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from speech import faster_whisper_text
 
 from byoa_skills.models import model_path
 from byoa_skills.runtimes import (
@@ -193,22 +194,7 @@ def test_text_equals_faster_whisper_transcribe(
 ) -> None:
     """The shared encoder pass decodes exactly what faster-whisper's own transcribe() does
     with the same options."""
-    from faster_whisper import WhisperModel
-
-    o = DecodeOptions()
-    model = WhisperModel(str(whisper_model_dir("base")), compute_type="int8", cpu_threads=THREADS)
-    segments, _ = model.transcribe(
-        samples(file),
-        language=language,
-        beam_size=o.beam_size,
-        temperature=DecodeOptions.TEMPERATURE,
-        compression_ratio_threshold=None,
-        condition_on_previous_text=o.condition_on_previous_text,
-        without_timestamps=o.without_timestamps,
-        vad_filter=o.vad_filter,
-        max_new_tokens=o.max_new_tokens,
-    )
-    expected = "".join(s.text for s in segments).strip()
+    expected = faster_whisper_text(whisper_model_dir("base"), samples(file), language, THREADS)
     assert base.transcribe(samples(file), language).text == expected
 
 

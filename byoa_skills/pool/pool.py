@@ -46,9 +46,11 @@ class Transcription:
     text: str
     language: str | None
     language_probability: float
-    #: Seconds from the call's arrival to its answer, and of them, waiting in the queue.
+    #: Seconds from the call's arrival to its answer; of them, waiting in the queue, and the
+    #: model's own time in the worker.
     seconds: float
     queued_seconds: float
+    inference_seconds: float
     worker_pid: int
 
 
@@ -231,6 +233,10 @@ class WorkerPool:
         exiting = asyncio.ensure_future(slot.worker.wait_exit())
         try:
             await asyncio.wait({taking, exiting}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the pool is closing: a call just taken is answered
+            if taking.done() and not taking.cancelled():
+                _fail(taking.result(), ShuttingDown("the engine is shutting down"))
+            raise
         finally:
             exiting.cancel()
             if not taking.done():
@@ -254,6 +260,10 @@ class WorkerPool:
             _fail(call, WorkerCrashed(str(died)))
             await self._replace(slot, "crashed")
             return
+        except asyncio.CancelledError:  # the pool is closing with this call running
+            worker.kill()
+            _fail(call, ShuttingDown("the engine stopped before the call finished"))
+            raise
         slot.calls_served += 1
         if answer.result is None:
             _fail(call, TranscribeFailed(answer.message or "refused", answer.code))
@@ -265,6 +275,7 @@ class WorkerPool:
             language_probability=answer.result["language_probability"],
             seconds=done - call.arrived,
             queued_seconds=call.started - call.arrived,
+            inference_seconds=answer.result["seconds"],
             worker_pid=worker.pid or 0,
         )
         if not call.future.done():

@@ -6,7 +6,7 @@ message carries only their count. Messages on the pipe:
 
 parent → worker: ``("job", id, frames, language | None)``, ``("stop",)``
 worker → parent: ``("ready", pid, rss_mib)``, ``("failed", message)``,
-``("result", id, {"text", "language", "language_probability", "rss_mib"})``,
+``("result", id, {"text", "language", "language_probability", "seconds", "rss_mib"})``,
 ``("refused", id, code, message, rss_mib)``
 """
 
@@ -64,6 +64,7 @@ def _answer(backend, shm: SharedMemory, job_id: int, frames: int, language: str 
         "text": transcript.text,
         "language": transcript.language,
         "language_probability": transcript.language_probability,
+        "seconds": transcript.seconds,
         "rss_mib": rss_mib(),
     }
     return ("result", job_id, result)

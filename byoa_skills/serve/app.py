@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from byoa_skills.skills import SkillEngine
+from byoa_skills.skills import CallResult, SkillEngine
 
 from .metrics import EngineMetrics
 
@@ -132,7 +132,17 @@ async def _call_over_http(request: web.Request) -> web.Response:
         body.get("deadlineSeconds"),
     )  # fmt: skip
     status = 200 if result.ok else _STATUS_BY_CODE.get(str(result.code), 400)
-    return web.json_response(result.to_json(), status=status)
+    return web.json_response(result.to_json(), status=status, headers=_server_timing(result))
+
+
+def _server_timing(result: CallResult) -> dict[str, str]:
+    """A ``Server-Timing`` header with the queue wait and the model's time, when known."""
+    parts = [
+        f"{name};dur={result.facts[key]}"
+        for name, key in (("queue", "queued_ms"), ("infer", "infer_ms"))
+        if key in result.facts
+    ]
+    return {"Server-Timing": ", ".join(parts)} if parts else {}
 
 
 async def _websocket(request: web.Request) -> web.WebSocketResponse:

@@ -1,0 +1,76 @@
+"""``byoa-skills transcribe`` and ``byoa-skills models`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from speech import SPEECH, word_recall
+
+
+def byoa_skills(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BYOA_SKILLS_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "byoa_skills", *args],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+
+
+def test_transcribe_prints_each_text(engine_home: Path, tmp_path: Path) -> None:
+    stereo = tmp_path / "stereo.wav"
+    stereo.write_bytes(b"RIFF" + (4).to_bytes(4, "little") + b"WAVE")
+    done = byoa_skills(
+        engine_home, "transcribe", "--json", "--model", "tiny.en",
+        str(SPEECH / "jfk.wav"), str(stereo), str(SPEECH / "silence-1s.wav"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    jfk, broken, silence = (json.loads(line) for line in done.stdout.splitlines())
+    said = "And so my fellow Americans, ask not what your country can do for you"
+    assert jfk["ok"] and word_recall(said, jfk["text"]) >= 0.9
+    assert (broken["ok"], broken["code"]) == (False, "missing-fmt")
+    assert (silence["ok"], silence["text"]) == (True, "")
+
+
+def test_transcribe_russian_with_base(engine_home: Path) -> None:
+    done = byoa_skills(engine_home, "transcribe", "--language", "ru",
+                       str(SPEECH / "ru-thanks.wav"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "спасибо" in done.stdout.lower()
+
+
+def test_transcribe_refuses_a_language_the_model_cannot_do(engine_home: Path) -> None:
+    done = byoa_skills(engine_home, "transcribe", "--model", "tiny.en", "--language", "ru",
+                       str(SPEECH / "jfk.wav"))  # fmt: skip
+    assert done.returncode == 2
+    assert "unsupported-language" in done.stderr
+
+
+def test_a_missing_model_says_how_to_get_it(tmp_path: Path) -> None:
+    env_home = tmp_path / "empty-home"
+    done = subprocess.run(
+        [sys.executable, "-m", "byoa_skills", "transcribe", "--model", "base",
+         "--model-dir", str(tmp_path / "nowhere"), str(SPEECH / "jfk.wav")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "BYOA_SKILLS_HOME": str(env_home)},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "model-missing" in done.stderr
+
+
+def test_models_list_shows_the_catalog(engine_home: Path) -> None:
+    done = byoa_skills(engine_home, "models", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    names = {entry["name"] for entry in json.loads(done.stdout)}
+    assert {"base", "tiny.en"} <= names
+
+
+def test_serve_help_explains_readiness_and_draining() -> None:
+    done = subprocess.run([sys.executable, "-m", "byoa_skills", "serve", "--help"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    text = " ".join(done.stdout.split())
+    assert done.returncode == 0
+    assert "GET /ready answers 200 once every worker is warm" in text
+    assert "SIGTERM drains" in text
