@@ -30,5 +30,7 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 if [ -n "$extras" ]; then spec=".[$extras]"; else spec="."; fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+# The tests run against the working tree (editable); a plain install is a copy.
+case ",$extras," in *,dev,*) editable="-e" ;; *) editable="" ;; esac
+.venv/bin/python -m pip install -q --disable-pip-version-check $editable "$spec"
 echo "bootstrap: ready in .venv (byoa-skills $(.venv/bin/byoa-skills --version | cut -d' ' -f2))" >&2

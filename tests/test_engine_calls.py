@@ -112,6 +112,7 @@ def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
         assert small.process.wait(timeout=60) == 0
         log = small.log.read_text()
         assert "event=draining" in log and "event=stopped" in log
+        assert "leaked" not in log  # no semaphore or shared memory left behind
     finally:
         small.stop()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from importlib import resources
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
@@ -30,6 +31,7 @@ WARM_UP_CLIP = "warmup.wav"
 def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
     """The worker's whole life: load, warm up, report ready, answer jobs until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _thread_lock_for_progress_bars()
     try:
         shm = SharedMemory(name=shm_name)
         backend = _load_backend(config)
@@ -80,6 +82,17 @@ def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
         compute_type=config.compute_type,
         cpu_threads=config.threads_per_worker,
     )
+
+
+def _thread_lock_for_progress_bars() -> None:
+    """faster-whisper makes (hidden) tqdm progress bars, whose default lock is a named
+    semaphore shared between processes. A worker shares its bars with no other process, so a
+    thread lock is enough, and no semaphore is left behind when the worker is killed."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.set_lock(threading.RLock())
 
 
 def warm_up_samples() -> np.ndarray:
