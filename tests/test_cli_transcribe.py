@@ -74,3 +74,13 @@ def test_serve_help_explains_readiness_and_draining() -> None:
     assert done.returncode == 0
     assert "GET /ready answers 200 once every worker is warm" in text
     assert "SIGTERM drains" in text
+
+
+def test_device_auto_falls_back_to_the_cpu_without_a_gpu() -> None:
+    import ctranslate2
+
+    from byoa_skills.commands.common import resolve_device
+
+    expected = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+    assert resolve_device("auto") == expected
+    assert resolve_device("cpu") == "cpu"

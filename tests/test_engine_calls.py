@@ -130,3 +130,16 @@ def test_answers_equal_faster_whisper_called_directly(engine: Engine) -> None:
         samples = parse_wav((SPEECH / clip["file"]).read_bytes()).to_float32()
         direct = faster_whisper_text(folder, samples, clip["language"], threads=1)
         assert answers[clip["file"]]["output"]["text"] == direct, clip["file"]
+
+
+def test_silence_and_noise_answer_nothing(engine: Engine) -> None:
+    quiet = clips("silence") + clips("noise")
+    frames = [
+        {"type": "call", "id": clip["file"], "skill": "audio.transcribe",
+         "input": skill_input(clip["file"])}
+        for clip in quiet
+    ]  # fmt: skip
+    answers = asyncio.run(call_ws(engine, frames, expect=len(frames)))
+    assert {a["id"]: (a["ok"], a["output"]["text"]) for a in answers} == {
+        clip["file"]: (True, "") for clip in quiet
+    }
