@@ -27,31 +27,30 @@ def home_root() -> Path | None:
 def cache_dir() -> Path:
     """Where files that can be made again live (the model cache): ``$BYOA_SKILLS_HOME/cache``
     or the platform's user cache folder."""
-    root = home_root()
-    if root is not None:
-        return root / "cache"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)).absolute()
+    return _user_dir("cache")
 
 
 def data_dir() -> Path:
     """Where the engine's own records live (activity log, pairings): ``$BYOA_SKILLS_HOME/data``
     or the platform's user data folder."""
-    root = home_root()
-    if root is not None:
-        return root / "data"
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)).absolute()
+    return _user_dir("data")
 
 
 def config_dir() -> Path:
     """Where the visitor's settings live (token, site list): ``$BYOA_SKILLS_HOME/config`` or the
     platform's user config folder."""
+    return _user_dir("config")
+
+
+def _user_dir(kind: str) -> Path:
     root = home_root()
     if root is not None:
-        return root / "config"
+        return root / kind
     import platformdirs
 
-    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)).absolute()
+    find = {
+        "cache": platformdirs.user_cache_dir,
+        "data": platformdirs.user_data_dir,
+        "config": platformdirs.user_config_dir,
+    }[kind]
+    return Path(find(APP_NAME, appauthor=False)).absolute()
