@@ -16,7 +16,7 @@ from typing import Any
 
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.pool import CallFailure, WorkerPool
-from byoa_skills.wav import MAX_CLIP_SECONDS, WavError, clip_from_skill_input
+from byoa_skills.wav import MAX_CLIP_SECONDS, Clip, WavError, clip_from_skill_input
 
 log = logging.getLogger("byoa_skills.calls")
 
@@ -30,6 +30,7 @@ MAX_DEADLINE_SECONDS = 120.0
 LOCAL_RECEIPT = {"cost": "0.000 USD", "provider": "local"}
 
 _LANGUAGE = re.compile(r"[a-z]{2,3}")
+_ROLES = ("system", "user", "assistant")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,23 @@ class CallResult:
         return body
 
 
+@dataclass(frozen=True)
+class PreparedCall:
+    """A call whose input and params passed their checks, with what the engine measured of
+    it: the parsed clip, or the length of the text in Unicode code points."""
+
+    skill: str
+    params: dict[str, Any]
+    deadline: float | None = None
+    clip: Clip | None = None
+    text_chars: int | None = None
+
+    @property
+    def clip_seconds(self) -> float | None:
+        """The clip's duration measured from the WAV itself, for audio skills."""
+        return None if self.clip is None else self.clip.seconds
+
+
 class SkillEngine:
     """Answers skill calls: checks input and params, then runs the skill on the pool."""
 
@@ -79,17 +97,15 @@ class SkillEngine:
     ) -> CallResult:
         """Answer one call; any bad part of it gives a refusal with its code."""
         began = time.monotonic()
-        result = await self._answer(skill, skill_input, params, deadline)
-        elapsed = time.monotonic() - began
-        name = skill if skill in KNOWN_SKILLS else "unknown"
-        outcome = "ok" if result.ok else str(result.code)
-        facts = " ".join(f"{key}={value}" for key, value in result.facts.items())
-        log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, elapsed * 1000, facts)
-        if self._on_call:
-            self._on_call(name, outcome, elapsed, float(result.facts.get("clip_s", 0.0)))
+        prepared = self.prepare(skill, skill_input, params, deadline)
+        result = prepared if isinstance(prepared, CallResult) else await self.run(prepared)
+        self.report(skill, result, time.monotonic() - began)
         return result
 
-    async def _answer(self, skill: Any, skill_input: Any, params: Any, deadline: Any) -> CallResult:
+    def prepare(
+        self, skill: Any, skill_input: Any, params: Any = None, deadline: Any = None
+    ) -> PreparedCall | CallResult:
+        """Check a call and measure its input, running nothing; a refusal when it is bad."""
         if skill not in KNOWN_SKILLS:
             return CallResult.refused("unknown-skill", f"no skill named {str(skill)[:60]!r}")
         if params is None:
@@ -101,12 +117,12 @@ class SkillEngine:
                 "bad-params", f"deadlineSeconds must be a number in (0, {MAX_DEADLINE_SECONDS:g}]"
             )
         if skill == TEXT_GENERATE:
-            return CallResult.refused("skill-unavailable", "no text source is set up")
-        return await self._transcribe(skill_input, params, deadline)
-
-    async def _transcribe(
-        self, skill_input: Any, params: dict[str, Any], deadline: Any
-    ) -> CallResult:
+            chars = text_chars(skill_input)
+            if chars is None:
+                return CallResult.refused(
+                    "bad-input", "input.messages must be a non-empty list of {role, content}"
+                )
+            return PreparedCall(skill, params, deadline, text_chars=chars)
         language = params.get("language")
         if language is not None and not (
             isinstance(language, str) and _LANGUAGE.fullmatch(language)
@@ -118,8 +134,15 @@ class SkillEngine:
             clip = clip_from_skill_input(skill_input, max_seconds=MAX_CLIP_SECONDS)
         except (WavError, ModelError) as refusal:
             return CallResult.refused(refusal.code, refusal.message)
+        return PreparedCall(skill, params, deadline, clip=clip)
+
+    async def run(self, call: PreparedCall) -> CallResult:
+        """Run a prepared call on its skill's runtime."""
+        if call.skill == TEXT_GENERATE or call.clip is None:
+            return CallResult.refused("skill-unavailable", "no text source is set up")
+        clip = call.clip
         try:
-            answer = await self.pool.transcribe(clip, language, deadline)
+            answer = await self.pool.transcribe(clip, call.params.get("language"), call.deadline)
         except CallFailure as failure:
             return CallResult(
                 ok=False, code=failure.code, message=failure.message,
@@ -137,6 +160,32 @@ class SkillEngine:
                 "worker": answer.worker_pid,
             },
         )
+
+    def report(self, skill: Any, result: CallResult, seconds: float) -> None:
+        """Log one answered call (never its audio or text) and count it in the metrics."""
+        name = skill if skill in KNOWN_SKILLS else "unknown"
+        outcome = "ok" if result.ok else str(result.code)
+        facts = " ".join(f"{key}={value}" for key, value in result.facts.items())
+        log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, seconds * 1000, facts)
+        if self._on_call:
+            self._on_call(name, outcome, seconds, float(result.facts.get("clip_s", 0.0)))
+
+
+def text_chars(skill_input: Any) -> int | None:
+    """The length in Unicode code points of all the messages' contents, or None when
+    ``input.messages`` is not a non-empty list of ``{role, content}`` with a known role."""
+    messages = skill_input.get("messages") if isinstance(skill_input, dict) else None
+    if not isinstance(messages, list) or not messages:
+        return None
+    total = 0
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            return None
+        content = message.get("content")
+        if not isinstance(content, str):
+            return None
+        total += len(content)
+    return total
 
 
 def _is_deadline(value: Any) -> bool:

@@ -56,7 +56,13 @@ BAD_CALLS = [
     ("audio.transcribe", {"input": audio(JFK), "deadlineSeconds": "soon"}, "bad-params", 400),
     ("audio.transcribe", {"input": audio(JFK), "deadlineSeconds": 121}, "bad-params", 400),
     ("image.generate", {"input": {}}, "unknown-skill", 404),
-    ("text.generate", {"input": {"messages": []}}, "skill-unavailable", 503),
+    ("text.generate", {"input": {"messages": []}}, "bad-input", 400),
+    (
+        "text.generate",
+        {"input": {"messages": [{"role": "user", "content": "Hi"}]}},
+        "skill-unavailable",
+        503,
+    ),
 ]
 
 
