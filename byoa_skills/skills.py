@@ -44,6 +44,10 @@ class CallResult:
     message: str | None = None
     #: Measured facts for logs and metrics (never audio or text).
     facts: dict[str, float | str] = field(default_factory=dict)
+    #: Under a grant: the gate's decision and reasons, and what the shim measured.
+    decision: str | None = None
+    reasons: list[dict[str, Any]] | None = None
+    measured: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def refused(cls, code: str, message: str) -> CallResult:
@@ -57,6 +61,8 @@ class CallResult:
         body: dict[str, Any] = {"ok": False}
         if with_code:
             body.update(code=self.code, message=self.message)
+            if self.reasons is not None:
+                body.update(decision=self.decision, reasons=self.reasons)
         return body
 
 

@@ -16,6 +16,9 @@ from byoa_skills.serve.app import LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
 from byoa_skills.skills import SkillEngine
+from byoa_skills.wallet_shim.activity import ActivityLog
+from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.sites import SiteStore
 
 from .common import add_model_arguments, configure_logging, resolve_model
 
@@ -85,7 +88,8 @@ async def serve(config: PoolConfig, host: str, port: int, token: str) -> None:
     pool = WorkerPool(config, on_event=metrics.on_pool_event)
     metrics.watch_pool(pool)
     engine = SkillEngine(pool, on_call=metrics.record_call)
-    runner = web.AppRunner(build_app(engine, metrics, token), access_log=None)
+    shim = WalletShim(engine, SiteStore(), ActivityLog())
+    runner = web.AppRunner(build_app(engine, metrics, token, shim), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

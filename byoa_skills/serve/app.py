@@ -18,6 +18,8 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from byoa_skills.skills import CallResult, SkillEngine
+from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.shim import WalletShim
 
 from .metrics import EngineMetrics
 
@@ -40,14 +42,24 @@ _STATUS_BY_CODE = {
     "deadline-exceeded": 504,
     "worker-crashed": 500,
     "transcribe-failed": 500,
+    "unknown-grant": 404,
+    "too-many-parallel-calls": 429,
+    "rate-exceeded": 429,
+    "site-paused": 403,
+    "site-blocked": 403,
 }
+#: Refusals decided by the visitor's grant (the gate's decision is blocked or ask).
+_GATE_STATUS = 403
 
 ENGINE_KEY = web.AppKey("engine", SkillEngine)
 METRICS_KEY = web.AppKey("metrics", EngineMetrics)
 TOKEN_KEY = web.AppKey("token", str)
+SHIM_KEY = web.AppKey("shim", WalletShim)
 
 
-def build_app(engine: SkillEngine, metrics: EngineMetrics, token: str) -> web.Application:
+def build_app(
+    engine: SkillEngine, metrics: EngineMetrics, token: str, shim: WalletShim
+) -> web.Application:
     """The aiohttp application of the local API."""
     app = web.Application(
         middlewares=[_guard],
@@ -57,9 +69,13 @@ def build_app(engine: SkillEngine, metrics: EngineMetrics, token: str) -> web.Ap
     app[ENGINE_KEY] = engine
     app[METRICS_KEY] = metrics
     app[TOKEN_KEY] = token
+    app[SHIM_KEY] = shim
     app.router.add_get("/health", _health)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/v1/grants", _create_grant)
+    app.router.add_get("/v1/grants/{grant_id}", _show_grant)
+    app.router.add_delete("/v1/grants/{grant_id}", _release_grant)
     app.router.add_post("/v1/skills/{skill}", _call_over_http)
     app.router.add_get("/v1/ws", _websocket)
     return app
@@ -116,7 +132,8 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
 
-async def _call_over_http(request: web.Request) -> web.Response:
+async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
+    """The request's JSON object, or the refusal to answer instead."""
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
@@ -127,12 +144,58 @@ async def _call_over_http(request: web.Request) -> web.Response:
         return refusal(400, "not-json", "the body is not JSON")
     if not isinstance(body, dict):
         return refusal(400, "bad-request", "the body must be a JSON object")
-    result = await request.app[ENGINE_KEY].call(
-        request.match_info["skill"], body.get("input"), body.get("params"),
-        body.get("deadlineSeconds"),
-    )  # fmt: skip
-    status = 200 if result.ok else _STATUS_BY_CODE.get(str(result.code), 400)
+    return body
+
+
+async def _create_grant(request: web.Request) -> web.Response:
+    body = await _json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    try:
+        summary = request.app[SHIM_KEY].create_grant(
+            body.get("origin"), body.get("manifest"), body.get("grant")
+        )
+    except GrantRefusal as refused:
+        status = 403 if refused.code.startswith("site-") else 400
+        answer = {"ok": False, "code": refused.code, "message": refused.message,
+                  "errors": refused.errors}  # fmt: skip
+        return web.json_response(answer, status=status)
+    return web.json_response({"ok": True, **summary})
+
+
+async def _show_grant(request: web.Request) -> web.Response:
+    grant = request.app[SHIM_KEY].grants.get(request.match_info["grant_id"])
+    if grant is None:
+        return refusal(404, "unknown-grant", "no live grant has this id")
+    return web.json_response({"ok": True, **grant.summary(), "record": grant.record()})
+
+
+async def _release_grant(request: web.Request) -> web.Response:
+    if request.app[SHIM_KEY].release_grant(request.match_info["grant_id"]):
+        return web.json_response({"ok": True})
+    return refusal(404, "unknown-grant", "no live grant has this id")
+
+
+async def _call_over_http(request: web.Request) -> web.Response:
+    body = await _json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    result = await _call(request.app, request.match_info["skill"], body)
+    if result.ok:
+        status = 200
+    elif result.decision in ("blocked", "ask") and result.code not in _STATUS_BY_CODE:
+        status = _GATE_STATUS
+    else:
+        status = _STATUS_BY_CODE.get(str(result.code), 400)
     return web.json_response(result.to_json(), status=status, headers=_server_timing(result))
+
+
+async def _call(app: web.Application, skill: Any, body: dict[str, Any]) -> CallResult:
+    """A call under its ``grantId`` through the shim, or without one: the wallet's own."""
+    args = (skill, body.get("input"), body.get("params"), body.get("deadlineSeconds"))
+    if "grantId" in body:
+        return await app[SHIM_KEY].call(body["grantId"], *args)
+    return await app[ENGINE_KEY].call(*args)
 
 
 def _server_timing(result: CallResult) -> dict[str, str]:
@@ -148,7 +211,6 @@ def _server_timing(result: CallResult) -> dict[str, str]:
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
     ws = web.WebSocketResponse(max_msg_size=_READ_LIMIT_BYTES, heartbeat=None)
     await ws.prepare(request)
-    engine = request.app[ENGINE_KEY]
     sending = asyncio.Lock()
     calls: set[asyncio.Task[None]] = set()
 
@@ -158,10 +220,7 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
                 await ws.send_str(json.dumps(frame))
 
     async def answer(frame: dict[str, Any]) -> None:
-        result = await engine.call(
-            frame.get("skill"), frame.get("input"), frame.get("params"),
-            frame.get("deadlineSeconds"),
-        )  # fmt: skip
+        result = await _call(request.app, frame.get("skill"), frame)
         await send({"type": "result", "id": frame["id"], **result.to_json()})
 
     try:

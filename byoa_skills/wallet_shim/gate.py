@@ -1,0 +1,157 @@
+"""The shim's gate: the reference ``check_call`` plus the wallet's own limits, and the one-at-a
+-time check-and-record of each grant (the execution contract of the reference rules).
+
+For each call, under the grant's lock: the reference gate decides from the measured call and
+the grant's record; the shim adds its own reasons (parallel calls, answer tokens, models); a
+call that may run is recorded at once (its time, its worst-case cost reserved, one more in
+flight). When the call ends its real cost replaces the reservation. So under any interleaving
+the spend, with every running call's reservation, never passes the budget, and the rate
+limit counts every call admitted.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from bringyourownagent import DECISIONS, check_call
+
+from .grants import Grant
+from .timestamps import rfc3339
+
+#: The reference rules' rate window, in milliseconds.
+RATE_WINDOW_MS = 60_000
+_SEVERITY = {decision: rank for rank, decision in enumerate(DECISIONS)}
+
+#: ``ask_hook(grant, call, reasons)``: whether the visitor approves a call the gate would ask
+#: about (may be async). The local API has no one to ask and declines.
+AskHook = Callable[[Grant, dict[str, Any], list[dict[str, Any]]], bool | Awaitable[bool]]
+
+
+def decline(grant: Grant, call: dict[str, Any], reasons: list[dict[str, Any]]) -> bool:
+    """The default ask hook: no one to ask, so no."""
+    return False
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the shim measured of a call, and how it would be paid."""
+
+    skill: str
+    params: dict[str, Any]
+    clip_seconds: float | None
+    text_chars: int | None
+    provider: str
+    estimate: Decimal
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The gate's answer: ``admitted``, the decision and every reason (reference and shim),
+    and for a refusal the code of the reason that decided it."""
+
+    admitted: bool
+    decision: str
+    reasons: list[dict[str, Any]]
+    code: str | None = None
+    message: str | None = None
+    estimate: Decimal = Decimal(0)
+
+
+async def admit(grant: Grant, call: Measured, now_ms: int, ask: AskHook = decline) -> Admission:
+    """Decide one call and, when it may run, record it against the grant."""
+    async with grant.lock:
+        first = _decide(grant, call, now_ms)
+        if first.decision in ("allowed", "warn"):
+            return _record(grant, call, now_ms, first)
+        if first.decision == "blocked":
+            return first
+    approved = ask(grant, _reference_call(grant, call, now_ms), first.reasons)
+    if inspect.isawaitable(approved):
+        approved = await approved
+    if approved is not True:
+        return first
+    async with grant.lock:  # the record may have changed while the visitor was asked
+        again = _decide(grant, call, now_ms)
+        if again.decision == "blocked":
+            return again
+        return _record(grant, call, now_ms, again)
+
+
+def finish(grant: Grant, admission: Admission, real_cost: Decimal) -> None:
+    """Record the end of an admitted call: its real cost in place of the reservation."""
+    grant.reserved -= admission.estimate
+    grant.spent += real_cost
+    grant.in_flight -= 1
+
+
+def _decide(grant: Grant, call: Measured, now_ms: int) -> Admission:
+    recent = [t for t in grant.call_times if now_ms - RATE_WINDOW_MS < t <= now_ms]
+    grant.call_times[:] = recent
+    state = {
+        "spent": f"{format(grant.spent + grant.reserved, 'f')} {grant.currency}",
+        "callTimes": [rfc3339(t) for t in recent],
+    }
+    result = check_call(
+        grant.manifest, grant.reference, _reference_call(grant, call, now_ms), state
+    )
+    reasons = [dict(reason) for reason in result["reasons"]] + _shim_reasons(grant, call)
+    decision = max((r["decision"] for r in reasons), key=_SEVERITY.__getitem__, default="allowed")
+    if decision in ("allowed", "warn"):
+        return Admission(True, decision, reasons)
+    deciding = next(r for r in reasons if r["decision"] == decision)
+    return Admission(False, decision, reasons, deciding["code"], deciding["message"])
+
+
+def _record(grant: Grant, call: Measured, now_ms: int, decided: Admission) -> Admission:
+    grant.call_times.append(now_ms)
+    grant.reserved += call.estimate
+    grant.in_flight += 1
+    grant.peak_in_flight = max(grant.peak_in_flight, grant.in_flight)
+    return Admission(True, decided.decision, decided.reasons, estimate=call.estimate)
+
+
+def _reference_call(grant: Grant, call: Measured, now_ms: int) -> dict[str, Any]:
+    """The call as the reference gate reads it, with the shim's measurements."""
+    measured: dict[str, Any] = {
+        "clipSeconds": call.clip_seconds or 0, "textChars": call.text_chars or 0,
+    }  # fmt: skip
+    return {
+        "skill": call.skill,
+        "at": rfc3339(now_ms),
+        "provider": call.provider,
+        "estimatedCost": f"{format(call.estimate, 'f')} {grant.currency}",
+        "input": measured,
+    }
+
+
+def _shim_reasons(grant: Grant, call: Measured) -> list[dict[str, Any]]:
+    """The wallet's own limits, which the reference gate does not know."""
+    reasons = []
+
+    def block(code: str, message: str) -> None:
+        reasons.append({"code": code, "decision": "blocked", "message": message})
+
+    limit = grant.limits.max_parallel_calls
+    if grant.in_flight >= limit:
+        block(
+            "too-many-parallel-calls", f"{grant.in_flight} calls are running; the limit is {limit}"
+        )
+    tokens = call.params.get("maxTokens")
+    ceiling = grant.limits.max_answer_tokens
+    if ceiling is not None and isinstance(tokens, int) and tokens > ceiling:
+        block(
+            "answer-tokens-exceeded", f"the call asks for {tokens} tokens; the limit is {ceiling}"
+        )
+    model = call.params.get("model")
+    if model is not None and model not in grant.models:
+        block("model-not-granted", f"model {str(model)[:20]!r} is not one the visitor ticked")
+    elif model is None and grant.models and call.skill == "text.generate":
+        block(
+            "model-not-granted",
+            "the call names no model; the grant lists " + ", ".join(grant.models),
+        )
+    return reasons

@@ -1,0 +1,205 @@
+"""Grants: what the visitor allowed a site, checked once when the wallet hands it over, and
+the spend, call times and calls in flight recorded against it while it lives."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from bringyourownagent import check_call, validate_manifest
+
+from .limits import SHIM_LIMITS, ShimLimits, effective_limits, problems_in
+from .timestamps import rfc3339
+
+#: Grant fields the shim reads itself and removes before the reference gate sees the grant.
+SHIM_FIELDS = ("models",)
+_MODEL_CODE = re.compile(r"m[1-9][0-9]{0,2}")
+
+
+class GrantRefusal(Exception):
+    """A manifest or grant the wallet cannot take: a code and the problems found, each
+    ``{code, path, message}`` with a JSON Pointer path (the reference package's shape)."""
+
+    def __init__(self, code: str, message: str, errors: list[dict[str, str]] | None = None):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.errors = errors or []
+
+
+@dataclass
+class Grant:
+    """One live grant and its running record. The record changes only under ``lock``."""
+
+    id: str
+    origin: str
+    manifest: dict[str, Any]
+    #: The grant as the reference gate reads it: without the shim's limits and fields.
+    reference: dict[str, Any]
+    limits: ShimLimits
+    #: The models the visitor ticked, by code (m1, m2...): the model each code names.
+    models: dict[str, str]
+    currency: str
+    spent: Decimal = Decimal(0)
+    reserved: Decimal = Decimal(0)
+    call_times: list[int] = field(default_factory=list)
+    in_flight: int = 0
+    #: The most calls that ever ran at once under this grant.
+    peak_in_flight: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    @property
+    def skills(self) -> list[str]:
+        """The skills granted."""
+        return list(self.reference["skills"])
+
+    @property
+    def expires_at(self) -> str:
+        """When the grant ends (RFC 3339)."""
+        return str(self.reference["expiresAt"])
+
+    def record(self) -> dict[str, Any]:
+        """The running record: spend (settled, and reserved by running calls), calls in the
+        last minute's window as last checked, calls running now and at most."""
+        return {
+            "spent": f"{format(self.spent, 'f')} {self.currency}",
+            "reserved": f"{format(self.reserved, 'f')} {self.currency}",
+            "recentCalls": len(self.call_times),
+            "inFlight": self.in_flight,
+            "peakInFlight": self.peak_in_flight,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """What the wallet is told when the grant is taken."""
+        limits = dict(self.reference.get("limits") or {})
+        limits.update(self.limits.to_json())
+        summary: dict[str, Any] = {
+            "grantId": self.id, "skills": self.skills, "expiresAt": self.expires_at,
+            "limits": limits,
+        }  # fmt: skip
+        if self.models:
+            summary["models"] = sorted(self.models)
+        return summary
+
+
+def build_grant(origin: str, manifest: Any, grant: Any, now_ms: int) -> Grant:
+    """Check a manifest and a grant the visitor gave; a :class:`Grant` or a refusal.
+
+    The manifest is validated by the reference package; the grant is read by the reference
+    gate (through a probe call that decides nothing), after the shim's own limits and
+    fields are taken out of it.
+    """
+    checked = validate_manifest(manifest)
+    if not checked["ok"]:
+        raise GrantRefusal("manifest-invalid", "the manifest breaks the rules", checked["errors"])
+    manifest_limits = manifest["purpose"].get("limits")
+    problems = problems_in(manifest_limits, "/purpose/limits")
+    if not isinstance(grant, dict):
+        raise GrantRefusal("grant-invalid", "the grant must be a JSON object")
+    reference, shim_limits, models = _split(grant)
+    problems += problems_in(shim_limits, "/limits") + _model_problems(models)
+    problems += _reference_grant_problems(manifest, reference, now_ms)
+    if problems:
+        raise GrantRefusal(
+            problems[0]["code"] if len(problems) == 1 else "grant-invalid",
+            problems[0]["message"],
+            problems,
+        )
+    for index, skill in enumerate(reference["skills"]):
+        if manifest["skills"].get(skill) is None:
+            raise GrantRefusal(
+                "skill-not-declared",
+                f"skill {skill!r} is granted but not declared in the manifest",
+                [{"code": "skill-not-declared", "path": f"/skills/{index}",
+                  "message": f"skill {skill!r} is not in the manifest"}],
+            )  # fmt: skip
+    return Grant(
+        id=secrets.token_urlsafe(16),
+        origin=origin,
+        manifest=manifest,
+        reference=reference,
+        limits=effective_limits(manifest_limits, shim_limits),
+        models=dict(models or {}),
+        currency=reference["budget"]["perSession"].split()[-1],
+    )
+
+
+def _split(grant: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """(the grant for the reference gate, the shim's limits, the models block)."""
+    reference = {key: value for key, value in grant.items() if key not in SHIM_FIELDS}
+    shim_limits: dict[str, Any] = {}
+    limits = grant.get("limits")
+    if isinstance(limits, dict):
+        shim_limits = {k: v for k, v in limits.items() if k in SHIM_LIMITS}
+        reference["limits"] = {k: v for k, v in limits.items() if k not in SHIM_LIMITS}
+        if not reference["limits"]:
+            del reference["limits"]
+    return reference, shim_limits, grant.get("models")
+
+
+def _model_problems(models: Any) -> list[dict[str, str]]:
+    if models is None:
+        return []
+    if not isinstance(models, dict) or not models:
+        message = '"models" must be an object such as {"m1": "provider/model"}'
+        return [{"code": "grant-invalid", "path": "/models", "message": message}]
+    return [
+        {"code": "grant-invalid", "path": f"/models/{code}",
+         "message": f"model code {code!r} must be m1, m2... naming a model"}
+        for code, model in models.items()
+        if not (_MODEL_CODE.fullmatch(str(code)) and isinstance(model, str) and model.strip())
+    ]  # fmt: skip
+
+
+def _reference_grant_problems(
+    manifest: dict[str, Any], reference: dict[str, Any], now_ms: int
+) -> list[dict[str, str]]:
+    """The reference gate's ``grant-invalid`` findings, from a probe call it only reads."""
+    skills = reference.get("skills")
+    probe_skill = skills[0] if isinstance(skills, list) and skills else "audio.transcribe"
+    budget = reference.get("budget")
+    money = budget.get("perSession") if isinstance(budget, dict) else None
+    currency = money.split()[-1] if isinstance(money, str) and money.split() else "USD"
+    probe = {
+        "skill": probe_skill if isinstance(probe_skill, str) else "audio.transcribe",
+        "at": rfc3339(now_ms), "provider": "local-model", "estimatedCost": f"0 {currency}",
+        "input": {"clipSeconds": 0, "textChars": 0},
+    }  # fmt: skip
+    result = check_call(manifest, reference, probe)
+    problems = [
+        {"code": "grant-invalid", "path": reason.get("path", ""), "message": reason["message"]}
+        for reason in result["reasons"]
+        if reason["code"] == "grant-invalid"
+    ]
+    if not problems and any(r["code"] == "grant-expired" for r in result["reasons"]):
+        problems.append(
+            {"code": "grant-expired", "path": "/expiresAt", "message": "the grant has expired"}
+        )
+    return problems
+
+
+class GrantStore:
+    """The live grants, by id, for as long as the engine runs."""
+
+    def __init__(self) -> None:
+        self._grants: dict[str, Grant] = {}
+
+    def add(self, grant: Grant) -> None:
+        """Keep a grant that was just built."""
+        self._grants[grant.id] = grant
+
+    def get(self, grant_id: Any) -> Grant | None:
+        """The live grant with this id, or None."""
+        return self._grants.get(grant_id) if isinstance(grant_id, str) else None
+
+    def release(self, grant_id: str) -> Grant | None:
+        """Forget a grant (calls already running finish); the grant, or None if unknown."""
+        return self._grants.pop(grant_id, None)
+
+    def of_origin(self, origin: str) -> list[Grant]:
+        """The live grants of one site."""
+        return [grant for grant in self._grants.values() if grant.origin == origin]

@@ -1,0 +1,88 @@
+"""The limits the wallet 0.1 enforces beyond the reference gate's, and their effective values.
+
+The reference rules know ``maxCallsPerMinute``, ``maxClipSeconds`` and ``maxTextChars``; the
+wallet adds ``maxParallelCalls``, ``maxCallSeconds`` and ``maxAnswerTokens``. Each may be set
+by the manifest (``purpose.limits``) and by the grant (``limits``); the stricter one applies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: The limits this module handles; the reference gate never sees them.
+SHIM_LIMITS = ("maxParallelCalls", "maxCallSeconds", "maxAnswerTokens")
+#: The wallet's parallel-call limit when neither the manifest nor the grant states one.
+DEFAULT_MAX_PARALLEL_CALLS = 8
+#: The wallet's deadline for any call, in seconds; ``maxCallSeconds`` may only shorten it.
+WALLET_CALL_SECONDS = 120.0
+_LARGEST_COUNT = 2**53 - 1
+
+
+@dataclass(frozen=True)
+class ShimLimits:
+    """The wallet's own limits in force for one grant."""
+
+    max_parallel_calls: int = DEFAULT_MAX_PARALLEL_CALLS
+    max_call_seconds: float = WALLET_CALL_SECONDS
+    max_answer_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """As a hello or a grant answer states them."""
+        limits: dict[str, Any] = {
+            "maxParallelCalls": self.max_parallel_calls,
+            "maxCallSeconds": self.max_call_seconds,
+        }
+        if self.max_answer_tokens is not None:
+            limits["maxAnswerTokens"] = self.max_answer_tokens
+        return limits
+
+
+def limit_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is not a valid ``name`` limit, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"limit {name!r} must be a number"
+    if name == "maxCallSeconds":
+        if not (math.isfinite(value) and value > 0):
+            return f"limit {name!r} must be a number of seconds above 0"
+        return None
+    if not (float(value).is_integer() and 1 <= value <= _LARGEST_COUNT):
+        return f"limit {name!r} must be a whole number from 1"
+    return None
+
+
+def problems_in(limits: Any, base_path: str) -> list[dict[str, str]]:
+    """Problems ``{code, path, message}`` with the shim's limits in a limits object."""
+    if not isinstance(limits, dict):
+        return []
+    found = []
+    for name in SHIM_LIMITS:
+        if name in limits:
+            problem = limit_problem(name, limits[name])
+            if problem:
+                found.append(
+                    {"code": "limit-invalid", "path": f"{base_path}/{name}", "message": problem}
+                )
+    return found
+
+
+def effective_limits(manifest_limits: Any, grant_limits: Any) -> ShimLimits:
+    """The stricter of the manifest's and the grant's value of each limit (both valid)."""
+
+    def stricter(name: str) -> Any:
+        values = [
+            source[name]
+            for source in (manifest_limits, grant_limits)
+            if isinstance(source, dict) and name in source
+        ]
+        return min(values) if values else None
+
+    parallel = stricter("maxParallelCalls")
+    seconds = stricter("maxCallSeconds")
+    tokens = stricter("maxAnswerTokens")
+    return ShimLimits(
+        max_parallel_calls=DEFAULT_MAX_PARALLEL_CALLS if parallel is None else int(parallel),
+        max_call_seconds=min(WALLET_CALL_SECONDS, float(seconds or WALLET_CALL_SECONDS)),
+        max_answer_tokens=None if tokens is None else int(tokens),
+    )

@@ -1,0 +1,189 @@
+"""The wallet shim: every call from a site passes the visitor's grant before any model runs.
+
+It takes grants the wallet app hands over, measures each call itself (the clip's seconds from
+the WAV, the text's code points), asks the gate, runs what may run with the grant's deadline,
+records the real cost, and writes one activity entry per request and per call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from byoa_skills.skills import CallResult, PreparedCall, SkillEngine
+
+from .activity import ActivityLog
+from .gate import Admission, AskHook, Measured, admit, decline, finish
+from .grants import Grant, GrantRefusal, GrantStore, build_grant
+from .sites import SiteStore, normalize_origin
+from .timestamps import now_ms
+
+log = logging.getLogger("byoa_skills.shim")
+
+#: ``pricing(call) -> (provider kind, worst-case cost)`` of a prepared call, in the grant's
+#: currency. A local model costs nothing.
+Pricing = Callable[[PreparedCall], tuple[str, Decimal]]
+
+
+def local_pricing(call: PreparedCall) -> tuple[str, Decimal]:
+    """Every skill here runs on a local model, for nothing."""
+    return "local-model", Decimal(0)
+
+
+class WalletShim:
+    """Grants, limits and the activity log in front of a :class:`SkillEngine`."""
+
+    def __init__(
+        self,
+        engine: SkillEngine,
+        sites: SiteStore,
+        activity: ActivityLog,
+        *,
+        ask: AskHook = decline,
+        pricing: Pricing = local_pricing,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.engine = engine
+        self.grants = GrantStore()
+        self.sites = sites
+        self.activity = activity
+        self._ask = ask
+        self._pricing = pricing
+        self._clock = clock
+
+    # -- grants ---------------------------------------------------------------------------
+
+    def create_grant(self, origin: Any, manifest: Any, grant: Any) -> dict[str, Any]:
+        """Take a grant the visitor gave (the wallet app showed the consent): its summary
+        ``{grantId, skills, expiresAt, limits}``, or :class:`GrantRefusal`."""
+        try:
+            origin = self._origin(origin)
+            site = self.sites.state(origin)
+            if site != "active":
+                raise GrantRefusal(f"site-{site}", f"the visitor has {site} this site")
+            built = build_grant(origin, manifest, grant, self._clock())
+        except GrantRefusal as refusal:
+            self._record(kind="grant", origin=_shown(origin), outcome=refusal.code,
+                         codes=[e["code"] for e in refusal.errors] or [refusal.code])  # fmt: skip
+            raise
+        self.sites.seen(origin)
+        self.grants.add(built)
+        self._record(kind="grant", origin=origin, grant=built.id, outcome="ok",
+                     skills=built.skills)  # fmt: skip
+        return built.summary()
+
+    def release_grant(self, grant_id: str) -> bool:
+        """Forget a grant; calls already running finish. False when it was not live."""
+        released = self.grants.release(grant_id)
+        if released is not None:
+            self._record(kind="release", origin=released.origin, grant=grant_id, outcome="ok")
+        return released is not None
+
+    # -- calls ----------------------------------------------------------------------------
+
+    async def call(
+        self, grant_id: Any, skill: Any, skill_input: Any, params: Any = None, deadline: Any = None
+    ) -> CallResult:
+        """Answer one call under a grant: a refusal (with the gate's reasons), or the skill's
+        answer with the grant's deadline applied."""
+        began = time.monotonic()
+        grant = self.grants.get(grant_id)
+        if grant is None:
+            result = CallResult.refused("unknown-grant", "no live grant has this id")
+        else:
+            result = await self._call(grant, skill, skill_input, params, deadline)
+        elapsed = time.monotonic() - began
+        self.engine.report(skill, result, elapsed)
+        entry = {
+            "kind": "call", "origin": grant.origin if grant else None, "grant": _shown(grant_id),
+            "skill": _shown(skill), "decision": result.decision, "outcome": result.code or "ok",
+            "codes": [r["code"] for r in result.reasons or []],
+            "latencyMs": round(elapsed * 1000, 1),
+        }  # fmt: skip
+        entry.update(result.measured)
+        if result.receipt:
+            entry["cost"] = result.receipt.get("cost")
+        self._record(**entry)
+        return result
+
+    async def _call(
+        self, grant: Grant, skill: Any, skill_input: Any, params: Any, deadline: Any
+    ) -> CallResult:
+        site = self.sites.state(grant.origin)
+        if site != "active":
+            return CallResult.refused(f"site-{site}", f"the visitor has {site} this site")
+        prepared = self.engine.prepare(skill, skill_input, params, deadline)
+        if isinstance(prepared, CallResult):
+            return prepared
+        provider, estimate = self._pricing(prepared)
+        measured = Measured(prepared.skill, prepared.params, prepared.clip_seconds,
+                            prepared.text_chars, provider, estimate)  # fmt: skip
+        facts = _measurements(prepared)
+        admission = await admit(grant, measured, self._clock(), self._ask)
+        if not admission.admitted:
+            return CallResult(
+                ok=False, code=admission.code, message=admission.message,
+                decision=admission.decision, reasons=admission.reasons, measured=facts,
+            )  # fmt: skip
+        if admission.decision == "warn":
+            log.warning("event=gate-warn grant=%s codes=%s", grant.id,
+                        ",".join(r["code"] for r in admission.reasons))  # fmt: skip
+        seconds = grant.limits.max_call_seconds
+        if prepared.deadline is not None:
+            seconds = min(seconds, prepared.deadline)
+        real_cost = Decimal(0)
+        try:
+            result = await self.engine.run(_with_deadline(prepared, seconds))
+            real_cost = _cost_of(result, estimate)
+        finally:
+            finish(grant, admission, real_cost)
+        return _annotated(result, admission, facts)
+
+    @staticmethod
+    def _origin(origin: Any) -> str:
+        try:
+            return normalize_origin(origin)
+        except (ValueError, TypeError, AttributeError):
+            raise GrantRefusal(
+                "origin-invalid", "the origin must be scheme://host[:port]"
+            ) from None
+
+    def _record(self, **entry: Any) -> None:
+        try:
+            self.activity.record({k: v for k, v in entry.items() if v is not None})
+        except OSError as error:  # the log must never stop a call
+            log.error("event=activity-write-failed error=%r", str(error))
+
+
+def _with_deadline(call: PreparedCall, seconds: float) -> PreparedCall:
+    return replace(call, deadline=seconds)
+
+
+def _measurements(call: PreparedCall) -> dict[str, Any]:
+    if call.clip_seconds is not None:
+        return {"clipSeconds": round(call.clip_seconds, 3)}
+    if call.text_chars is not None:
+        return {"textChars": call.text_chars}
+    return {}
+
+
+def _cost_of(result: CallResult, estimate: Decimal) -> Decimal:
+    """The receipt's cost; the reservation when there is no readable receipt."""
+    cost = (result.receipt or {}).get("cost")
+    try:
+        return Decimal(str(cost).split()[0])
+    except (InvalidOperation, IndexError):
+        return estimate
+
+
+def _annotated(result: CallResult, admission: Admission, facts: dict[str, Any]) -> CallResult:
+    return replace(result, decision=admission.decision, reasons=admission.reasons, measured=facts)
+
+
+def _shown(value: Any) -> Any:
+    """A value from the caller, cut short for the log."""
+    return value[:100] if isinstance(value, str) else None
