@@ -31,13 +31,13 @@ def cache_dir() -> Path:
 
 
 def data_dir() -> Path:
-    """Where the engine's own records live (activity log, pairings): ``$BYOA_SKILLS_HOME/data``
-    or the platform's user data folder."""
+    """Where the engine's own records live (activity log, site list, pairings):
+    ``$BYOA_SKILLS_HOME/data`` or the platform's user data folder."""
     return _user_dir("data")
 
 
 def config_dir() -> Path:
-    """Where the visitor's settings live (token, site list): ``$BYOA_SKILLS_HOME/config`` or the
+    """Where the engine's settings live (the API token): ``$BYOA_SKILLS_HOME/config`` or the
     platform's user config folder."""
     return _user_dir("config")
 

@@ -97,7 +97,7 @@ def test_decisions_equal_the_reference_gate(case) -> None:  # type: ignore[no-un
     if spent.split()[-1] != built.currency or measured["estimate"].split()[-1] != built.currency:
         return  # the shim keeps the spend in the budget's currency; nothing to compare
     built.spent = Decimal(spent.split()[0])
-    built.call_times = list(call_times)
+    built.call_times.extend(sorted(call_times))
     call = Measured(measured["skill"], {}, measured["clipSeconds"], measured["textChars"],
                     measured["provider"], Decimal(measured["estimate"].split()[0]))  # fmt: skip
     decided = _decide(built, call, now)

@@ -89,12 +89,14 @@ def finish(grant: Grant, admission: Admission, real_cost: Decimal) -> None:
 
 
 def _decide(grant: Grant, call: Measured, now_ms: int) -> Admission:
-    recent = [t for t in grant.call_times if now_ms - RATE_WINDOW_MS < t <= now_ms]
-    grant.call_times[:] = recent
-    state = {
-        "spent": f"{format(grant.spent + grant.reserved, 'f')} {grant.currency}",
-        "callTimes": [rfc3339(t) for t in recent],
+    times = grant.call_times
+    while times and times[0] <= now_ms - RATE_WINDOW_MS:
+        times.popleft()
+    state: dict[str, Any] = {
+        "spent": f"{format(grant.spent + grant.reserved, 'f')} {grant.currency}"
     }
+    if grant.rate_limit is not None:  # at most rate_limit times: only admitted calls are kept
+        state["callTimes"] = [rfc3339(t) for t in times]
     result = check_call(
         grant.manifest, grant.reference, _reference_call(grant, call, now_ms), state
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
+from collections import deque
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -46,7 +47,10 @@ class Grant:
     currency: str
     spent: Decimal = Decimal(0)
     reserved: Decimal = Decimal(0)
-    call_times: list[int] = field(default_factory=list)
+    #: The effective ``maxCallsPerMinute``, when one applies.
+    rate_limit: int | None = None
+    #: When the calls of the last minute were admitted (milliseconds), oldest first.
+    call_times: deque[int] = field(default_factory=deque)
     in_flight: int = 0
     #: The most calls that ever ran at once under this grant.
     peak_in_flight: int = 0
@@ -125,7 +129,16 @@ def build_grant(origin: str, manifest: Any, grant: Any, now_ms: int) -> Grant:
         limits=effective_limits(manifest_limits, shim_limits),
         models=dict(models or {}),
         currency=reference["budget"]["perSession"].split()[-1],
+        rate_limit=_stricter(manifest_limits, reference.get("limits"), "maxCallsPerMinute"),
     )
+
+
+def _stricter(manifest_limits: Any, grant_limits: Any, name: str) -> Any:
+    values = [
+        limits[name] for limits in (manifest_limits, grant_limits)
+        if isinstance(limits, dict) and limits.get(name) is not None
+    ]  # fmt: skip
+    return min(values) if values else None
 
 
 def _split(grant: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Any]:

@@ -1,0 +1,109 @@
+"""``byoa-skills activity``: the newest entries of the activity log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from byoa_skills.wallet_shim.activity import ActivityLog
+
+EXIT_OK, EXIT_USAGE = 0, 2
+DEFAULT_LIMIT = 50
+COLUMNS = ("time", "kind", "origin", "skill", "decision", "outcome", "measured", "latency", "cost")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``activity [--origin O] [--limit N] [--json]`` to the ``byoa-skills`` parser."""
+    parser = subparsers.add_parser(
+        "activity",
+        help="what sites asked for and what the wallet answered (never audio or text)",
+        description=(
+            "The newest entries of the activity log, oldest first. Exit 0, or 2 for a usage error."
+        ),
+    )
+    parser.add_argument("--origin", metavar="O", help="only this site (https://game.example.org)")
+    parser.add_argument(
+        "--limit",
+        type=_limit,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"the newest N entries (default {DEFAULT_LIMIT}; 0 for all)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object per line")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the entries as a table (plain lines when not a terminal) or JSON lines."""
+    limit = getattr(args, "limit", DEFAULT_LIMIT)
+    if limit is not None and limit < 0:
+        print(f"byoa-skills: --limit must be 0 or more, not {limit}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        entries = ActivityLog().read(origin=getattr(args, "origin", None), limit=limit or None)
+    except (ValueError, OSError) as error:
+        print(f"byoa-skills: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "json", False):
+        for entry in entries:
+            print(json.dumps(entry, separators=(",", ":")))
+        return EXIT_OK
+    rows = [describe(entry) for entry in entries]
+    if not sys.stdout.isatty():
+        for row in rows:
+            print("\t".join(row))
+        return EXIT_OK
+    _print_table(rows)
+    return EXIT_OK
+
+
+def describe(entry: dict[str, Any]) -> tuple[str, ...]:
+    """The entry's cells, in the order of ``COLUMNS``; ``-`` where it has no value."""
+    measured = "-"
+    if entry.get("clipSeconds") is not None:
+        measured = f"{_number(entry['clipSeconds'])} s"
+    elif entry.get("textChars") is not None:
+        measured = f"{_number(entry['textChars'])} chars"
+    latency = "-" if entry.get("latencyMs") is None else f"{_number(entry['latencyMs'])} ms"
+    plain = [_text(entry.get(key)) for key in COLUMNS[:6]]
+    return (*plain, measured, latency, _text(entry.get("cost")))
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    if not rows:
+        print("No activity yet.")
+        return
+    table = Table(title="activity")
+    for column in COLUMNS:
+        table.add_column(column, justify="right" if column in ("latency", "cost") else "left")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))  # Text: values are never read as markup
+    Console().print(table)
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return _number(value)
+    return str(value)
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value

@@ -1,0 +1,360 @@
+"""The site list: states, origins, files written whole and private, two writers at once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from byoa_skills.commands import sites as sites_command
+from byoa_skills.wallet_shim import atomic
+from byoa_skills.wallet_shim.sites import (
+    SiteEntry,
+    SiteListError,
+    SiteStore,
+    normalize_origin,
+)
+
+GAME = "https://game.example.org"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SiteStore:
+    return SiteStore(tmp_path / "data" / "sites.json")
+
+
+@pytest.mark.parametrize(
+    ("given", "origin"),
+    [
+        ("https://game.example.org", "https://game.example.org"),
+        ("http://localhost:8080", "http://localhost:8080"),
+        ("HTTPS://Game.Example.ORG", "https://game.example.org"),
+        ("https://game.example.org:443", "https://game.example.org"),
+        ("http://localhost:80", "http://localhost"),
+        ("https://game.example.org:8443", "https://game.example.org:8443"),
+        ("http://127.0.0.1:8787", "http://127.0.0.1:8787"),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+        ("http://[0:0:0:0:0:0:0:1]", "http://[::1]"),
+        ("https://xn--bcher-kva.example", "https://xn--bcher-kva.example"),
+    ],
+)
+def test_origins_are_normalised(given: str, origin: str) -> None:
+    assert normalize_origin(given) == origin
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("game.example.org", "looks like https://"),
+        ("https://game.example.org/", "did you mean https://game.example.org?"),
+        ("https://game.example.org/play?x=1", "no path, query or fragment"),
+        ("https://game.example.org#top", "no path, query or fragment"),
+        ("ftp://game.example.org", "http or https"),
+        ("chrome-extension://abc", "http or https"),
+        ("https://user:pw@game.example.org", "no user name or password"),
+        ("https://", "host is missing"),
+        ("https://:8080", "host is missing"),
+        ("https://game.example.org:0", "port must be a number"),
+        ("https://game.example.org:65536", "port must be a number"),
+        ("https://game.example.org:http", "port must be a number"),
+        ("https://game..example.org", "not a host name"),
+        ("https://-game.example.org", "not a host name"),
+        ("https://game_1.example.org", "not a host name"),
+        ("https://bücher.example", "ASCII form"),
+        ("https://300.1.1.1", "not an IPv4 address"),
+        ("http://[::g]", "not an IPv6 address"),
+        ("", "looks like https://"),
+    ],
+)
+def test_bad_origins_are_refused_with_a_clear_message(given: str, says: str) -> None:
+    with pytest.raises(ValueError, match="not an origin") as caught:
+        normalize_origin(given)
+    assert says in str(caught.value)
+
+
+def test_an_unknown_origin_is_active(store: SiteStore) -> None:
+    assert store.state(GAME) == "active"
+    assert store.list() == []
+    assert not store.path.exists()
+
+
+def test_state_transitions(store: SiteStore) -> None:
+    assert store.pause(GAME) is True
+    assert store.state(GAME) == "paused"
+    assert store.pause(GAME) is False
+    assert store.block(GAME) is True
+    assert store.state(GAME) == "blocked"
+    assert store.resume(GAME) is True
+    assert store.state(GAME) == "active"
+    assert store.resume(GAME) is False
+    assert store.block(GAME) is True
+    assert store.forget(GAME) is True
+    assert store.state(GAME) == "active"
+    assert store.list() == []
+    assert store.forget(GAME) is False
+
+
+def test_resume_of_an_unknown_origin_changes_nothing(store: SiteStore) -> None:
+    assert store.resume(GAME) is False
+    assert not store.path.exists()
+
+
+def test_origins_are_matched_after_normalising(store: SiteStore) -> None:
+    store.block("HTTPS://Game.Example.org:443")
+    assert store.state(GAME) == "blocked"
+    assert [entry.origin for entry in store.list()] == [GAME]
+
+
+def test_methods_refuse_bad_origins(store: SiteStore) -> None:
+    for method in (store.state, store.pause, store.resume, store.block, store.forget, store.seen):
+        with pytest.raises(ValueError, match="not an origin"):
+            method("game.example.org")
+    assert not store.path.exists()
+
+
+def test_seen_keeps_the_state_and_first_seen(store: SiteStore) -> None:
+    assert store.seen(GAME) == "active"
+    first = store.get(GAME)
+    assert first is not None and first.first_seen is not None
+    assert first.state == "active" and first.last_seen == first.first_seen
+    store.block(GAME)
+    assert store.seen(GAME) == "blocked"
+    again = store.get(GAME)
+    assert again is not None
+    assert again.state == "blocked"
+    assert again.first_seen == first.first_seen
+    assert again.last_seen is not None and again.last_seen >= first.first_seen
+
+
+def test_list_is_sorted_and_holds_frozen_entries(store: SiteStore) -> None:
+    store.block("https://b.example.org")
+    store.pause("https://a.example.org", note="too many calls")
+    store.seen("http://localhost:8080")
+    entries = store.list()
+    assert [(entry.origin, entry.state) for entry in entries] == [
+        ("http://localhost:8080", "active"),
+        ("https://a.example.org", "paused"),
+        ("https://b.example.org", "blocked"),
+    ]
+    assert entries[1].note == "too many calls"
+    assert all(entry.since.endswith("Z") and "T" in entry.since for entry in entries)
+    with pytest.raises(AttributeError):
+        entries[0].state = "blocked"  # type: ignore[misc]
+    assert isinstance(entries[0], SiteEntry)
+
+
+def test_the_list_persists_across_instances(store: SiteStore) -> None:
+    store.pause(GAME)
+    store.block("http://localhost:8080")
+    other = SiteStore(store.path)
+    assert other.state(GAME) == "paused"
+    assert other.state("http://localhost:8080") == "blocked"
+    assert other.list() == store.list()
+
+
+def test_a_reader_sees_another_instances_change(store: SiteStore) -> None:
+    reader = SiteStore(store.path)
+    assert reader.state(GAME) == "active"
+    store.pause(GAME)
+    assert reader.state(GAME) == "paused"
+    store.block(GAME)
+    assert reader.state(GAME) == "blocked"
+    store.forget(GAME)
+    assert reader.state(GAME) == "active"
+
+
+def test_the_default_file_is_in_the_data_folder(home: Path) -> None:
+    store = SiteStore()
+    store.pause(GAME)
+    assert store.path == home / "data" / "sites.json"
+    assert json.loads(store.path.read_text())["sites"][GAME]["state"] == "paused"
+
+
+def test_the_file_is_private_and_no_temporary_file_is_left(store: SiteStore) -> None:
+    for number in range(10):
+        store.block(f"https://site{number}.example.org")
+    store.forget("https://site3.example.org")
+    folder = store.path.parent
+    assert sorted(path.name for path in folder.iterdir()) == ["sites.json", "sites.json.lock"]
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    document = json.loads(store.path.read_text())
+    assert document["version"] == 1
+    assert len(document["sites"]) == 9
+
+
+def test_a_failed_write_leaves_the_old_list(
+    store: SiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.pause(GAME)
+    before = store.path.read_bytes()
+
+    def refuse(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(atomic.os, "replace", refuse)
+    with pytest.raises(OSError, match="disk full"):
+        store.block(GAME)
+    monkeypatch.undo()
+    assert store.path.read_bytes() == before
+    assert not [path for path in store.path.parent.iterdir() if path.name.endswith(".tmp")]
+    assert SiteStore(store.path).state(GAME) == "paused"
+
+
+def test_a_damaged_file_is_an_error_not_an_empty_list(store: SiteStore) -> None:
+    store.path.parent.mkdir(parents=True)
+    store.path.write_text("{not json")
+    with pytest.raises(SiteListError, match="not JSON"):
+        store.state(GAME)
+    store.path.write_text(json.dumps({"version": 1, "sites": {GAME: {"state": "gone"}}}))
+    with pytest.raises(SiteListError, match="valid state"):
+        store.list()
+    with pytest.raises(SiteListError):
+        store.pause(GAME)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from byoa_skills.wallet_shim.sites import SiteStore
+
+    path, name, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    store = SiteStore(path)
+    for _ in range(2000):  # start together, so the two writers overlap
+        if go.exists():
+            break
+        time.sleep(0.005)
+    for number in range(50):
+        origin = f"https://{name}{number}.example.org"
+        if number % 2:
+            store.block(origin)
+        else:
+            store.pause(origin)
+        store.seen("https://shared.example.org")
+    """
+)
+
+
+def test_two_processes_change_the_list_at_once_and_nothing_is_lost(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "sites.json"
+    go = tmp_path / "go"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), name, str(go)], env=environment, cwd=ROOT
+        )
+        for name in ("left", "right")
+    ]
+    go.touch()
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0
+    states = {entry.origin: entry.state for entry in SiteStore(path).list()}
+    assert len(states) == 101
+    for name in ("left", "right"):
+        for number in range(50):
+            expected = "blocked" if number % 2 else "paused"
+            assert states[f"https://{name}{number}.example.org"] == expected
+    assert states["https://shared.example.org"] == "active"
+    assert sorted(item.name for item in path.parent.iterdir()) == ["sites.json", "sites.json.lock"]
+
+
+# The command
+
+
+def sites(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="byoa-skills")
+    sites_command.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["sites", *argv])
+    return args.run(args)
+
+
+def test_command_changes_and_exit_codes(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert sites("pause", "HTTPS://Game.example.org") == 0
+    assert capsys.readouterr().out == f"paused {GAME}\n"
+    assert sites("pause", GAME) == 1
+    assert "already paused" in capsys.readouterr().err
+    assert sites("block", GAME) == 0
+    assert sites("resume", GAME) == 0
+    assert sites("resume", GAME) == 1
+    assert sites("forget", GAME) == 0
+    assert sites("forget", GAME) == 1
+    assert "not in the site list" in capsys.readouterr().err
+    assert SiteStore().list() == []
+
+
+def test_command_refuses_a_bad_origin(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert sites("block", "game.example.org") == 2
+    assert "not an origin" in capsys.readouterr().err
+    assert sites("pause", "https://game.example.org/play") == 2
+    assert not (home / "data" / "sites.json").exists()
+
+
+def test_command_usage_errors_exit_2(home: Path) -> None:
+    with pytest.raises(SystemExit) as caught:
+        sites("pause")
+    assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        sites("rename", GAME)
+    assert caught.value.code == 2
+
+
+def test_command_lists_as_json_and_plain_lines(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert sites("list", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == []
+    SiteStore().block(GAME)
+    SiteStore().seen("http://localhost:8080")
+    assert sites("list", "--json") == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(item["origin"], item["state"]) for item in listed] == [
+        ("http://localhost:8080", "active"),
+        (GAME, "blocked"),
+    ]
+    assert set(listed[0]) == {"origin", "state", "since", "firstSeen", "lastSeen", "note"}
+    assert sites("list") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[:2] for line in lines] == [
+        ["http://localhost:8080", "active"],
+        [GAME, "blocked"],
+    ]
+
+
+def test_command_lists_a_table_on_a_terminal(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    SiteStore().pause("http://[::1]:8080")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "160")
+    assert sites("list") == 0
+    out = capsys.readouterr().out
+    assert "http://[::1]:8080" in out
+    assert "paused" in out
+
+
+def test_command_reports_a_damaged_list(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "sites.json").write_text("[]")
+    assert sites("list") == 2
+    assert "not a site list" in capsys.readouterr().err
+
+
+def test_run_takes_a_plain_namespace(home: Path) -> None:
+    args = argparse.Namespace(sites_command="block", origin=GAME)
+    assert sites_command.run(args) == 0
+    assert SiteStore().state(GAME) == "blocked"
