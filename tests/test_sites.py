@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from byoa_skills import files
 from byoa_skills.commands import sites as sites_command
-from byoa_skills.wallet_shim import atomic
 from byoa_skills.wallet_shim.sites import (
     SiteEntry,
     SiteListError,
@@ -206,7 +206,7 @@ def test_a_failed_write_leaves_the_old_list(
     def refuse(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(atomic.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", refuse)
     with pytest.raises(OSError, match="disk full"):
         store.block(GAME)
     monkeypatch.undo()

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from byoa_skills import paths
-from byoa_skills.wallet_shim.atomic import FILE_MODE, locked, private_folder
+from byoa_skills.files import FILE_MODE, locked, private_folder
 from byoa_skills.wallet_shim.sites import normalize_origin
 
 LOG_FOLDER = "activity"

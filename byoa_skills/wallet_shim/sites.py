@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from byoa_skills import paths
-from byoa_skills.wallet_shim.atomic import locked, write_private
+from byoa_skills.files import locked, write_private
 
 SITES_FILE = "sites.json"
 FORMAT_VERSION = 1
