@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -228,3 +231,33 @@ def test_every_call_leaves_an_activity_entry_without_audio_or_text(engine: Engin
     assert mine[1]["clipSeconds"] == pytest.approx(1.052, abs=0.01)
     assert mine[2]["textChars"] == len("a secret sentence")
     assert "secret" not in lines and "UklGR" not in lines and "Hello" not in lines
+
+
+def test_a_warning_runs_and_is_logged(engine: Engine) -> None:
+    grant_id = new_grant(engine, warnIf={"sendsText": True})
+    _, answer = call(engine, grant_id, "text.generate", messages("Hi"))
+    assert answer["code"] == "skill-unavailable"  # it passed the gate, with a warning
+    assert f"event=gate-warn grant={grant_id} codes=text-sent" in engine.log.read_text()
+
+
+def test_the_activity_and_sites_commands_read_what_the_engine_wrote(engine: Engine) -> None:
+    origin = "https://cli.example.org"
+    grant_id = new_grant(engine, origin=origin)
+    call(engine, grant_id, "audio.transcribe", HELLO, language="en")
+    env = {**os.environ, "BYOA_SKILLS_HOME": str(engine.home)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "byoa_skills", *args],
+                              capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+
+    shown = cli("activity", "--origin", origin, "--json")
+    assert shown.returncode == 0, shown.stderr
+    entries = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert [(e["kind"], e["outcome"]) for e in entries] == [("grant", "ok"), ("call", "ok")]
+    assert cli("sites", "block", origin).returncode == 0
+    listed = json.loads(cli("sites", "list", "--json").stdout)
+    assert {"origin": origin, "state": "blocked"}.items() <= next(
+        site for site in listed if site["origin"] == origin
+    ).items()
+    status, answer = call(engine, grant_id, "audio.transcribe", HELLO)
+    assert (status, answer["code"]) == (403, "site-blocked")
