@@ -219,3 +219,18 @@ def test_a_failed_call_frees_its_slot(pool_config: PoolConfig, tmp_path: Path) -
     code, record = run_shim(replace(pool_config), tmp_path, body)
     assert code == "deadline-exceeded"
     assert record["inFlight"] == 0 and record["peakInFlight"] == 1
+
+
+def test_a_damaged_site_list_serves_no_site(pool_config: PoolConfig, tmp_path: Path) -> None:
+    async def body(shim: WalletShim) -> tuple[str, str]:
+        summary = shim.create_grant("https://a.example", GEO_MANIFEST, grant())
+        (tmp_path / "sites.json").write_text("{not json")
+        result = await shim.call(summary["grantId"], "audio.transcribe", HELLO)
+        try:
+            shim.create_grant("https://b.example", GEO_MANIFEST, grant())
+            refused = "granted"
+        except GrantRefusal as refusal:
+            refused = refusal.code
+        return str(result.code), refused
+
+    assert run_shim(pool_config, tmp_path, body) == ("site-unreadable", "site-unreadable")

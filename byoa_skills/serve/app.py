@@ -47,6 +47,7 @@ _STATUS_BY_CODE = {
     "rate-exceeded": 429,
     "site-paused": 403,
     "site-blocked": 403,
+    "site-unreadable": 403,
 }
 #: Refusals decided by the visitor's grant (the gate's decision is blocked or ask).
 _GATE_STATUS = 403

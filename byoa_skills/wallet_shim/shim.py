@@ -19,7 +19,7 @@ from byoa_skills.skills import CallResult, PreparedCall, SkillEngine
 from .activity import ActivityLog
 from .gate import Admission, AskHook, Measured, admit, decline, finish
 from .grants import Grant, GrantRefusal, GrantStore, build_grant
-from .sites import SiteStore, normalize_origin
+from .sites import SiteListError, SiteStore, normalize_origin
 from .timestamps import now_ms
 
 log = logging.getLogger("byoa_skills.shim")
@@ -62,9 +62,9 @@ class WalletShim:
         ``{grantId, skills, expiresAt, limits}``, or :class:`GrantRefusal`."""
         try:
             origin = self._origin(origin)
-            site = self.sites.state(origin)
+            site = self._site_state(origin)
             if site != "active":
-                raise GrantRefusal(f"site-{site}", f"the visitor has {site} this site")
+                raise GrantRefusal(f"site-{site}", _site_message(site))
             built = build_grant(origin, manifest, grant, self._clock())
         except GrantRefusal as refusal:
             self._record(kind="grant", origin=_shown(origin), outcome=refusal.code,
@@ -113,9 +113,9 @@ class WalletShim:
     async def _call(
         self, grant: Grant, skill: Any, skill_input: Any, params: Any, deadline: Any
     ) -> CallResult:
-        site = self.sites.state(grant.origin)
+        site = self._site_state(grant.origin)
         if site != "active":
-            return CallResult.refused(f"site-{site}", f"the visitor has {site} this site")
+            return CallResult.refused(f"site-{site}", _site_message(site))
         prepared = self.engine.prepare(skill, skill_input, params, deadline)
         if isinstance(prepared, CallResult):
             return prepared
@@ -135,13 +135,21 @@ class WalletShim:
         seconds = grant.limits.max_call_seconds
         if prepared.deadline is not None:
             seconds = min(seconds, prepared.deadline)
-        real_cost = Decimal(0)
+        real_cost = estimate  # what a call cut short may have cost
         try:
             result = await self.engine.run(_with_deadline(prepared, seconds))
             real_cost = _cost_of(result, estimate)
         finally:
             finish(grant, admission, real_cost)
         return _annotated(result, admission, facts)
+
+    def _site_state(self, origin: str) -> str:
+        """The site's state; ``unreadable`` (refused: fail closed) when the list is damaged."""
+        try:
+            return self.sites.state(origin)
+        except (SiteListError, OSError) as error:
+            log.error("event=site-list-unreadable error=%r", str(error))
+            return "unreadable"
 
     @staticmethod
     def _origin(origin: Any) -> str:
@@ -157,6 +165,12 @@ class WalletShim:
             self.activity.record({k: v for k, v in entry.items() if v is not None})
         except OSError as error:  # the log must never stop a call
             log.error("event=activity-write-failed error=%r", str(error))
+
+
+def _site_message(state: str) -> str:
+    if state == "unreadable":
+        return "the site list cannot be read; no site is served until it can"
+    return f"the visitor has {state} this site"
 
 
 def _with_deadline(call: PreparedCall, seconds: float) -> PreparedCall:
