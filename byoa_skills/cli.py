@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from byoa_skills import __version__
-from byoa_skills.commands import activity, serve, sites, transcribe, wav_check
+from byoa_skills.commands import activity, connect, link, serve, sites, transcribe, wav_check
 from byoa_skills.models.cli import add_models_parser
 
 
@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(commands)
     transcribe.add_parser(commands)
     add_models_parser(commands)
+    connect.add_parser(commands)
+    link.add_parser(commands)
     sites.add_parser(commands)
     activity.add_parser(commands)
     wav_check.add_parser(commands)

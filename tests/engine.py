@@ -98,7 +98,11 @@ def start_engine(home: Path, *args: str, log_name: str = "serve.log") -> Engine:
     """Start ``byoa-skills serve`` with ``args``; return at once (see :meth:`wait_ready`)."""
     port = free_port()
     log = home / log_name
-    env = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": TOKEN}
+    env = {
+        **os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": TOKEN,
+        # the developer switch (ws://localhost sites) and a shorter way back after a drop
+        "BYOA_WALLET_DEV_LOCAL": "1", "BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1",
+    }  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "byoa_skills", "serve", "--port", str(port), *args],
         stdout=subprocess.DEVNULL,

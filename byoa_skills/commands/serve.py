@@ -6,8 +6,11 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from aiohttp import web
 
@@ -17,6 +20,7 @@ from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
 from byoa_skills.skills import SkillEngine
 from byoa_skills.wallet_shim.activity import ActivityLog
+from byoa_skills.wallet_shim.links import LinkIntake
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.sites import SiteStore
 
@@ -38,26 +42,34 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "calls in flight finish, new ones are refused."
         ),
     )
-    serve.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8787)")
-    add_model_arguments(serve)
-    serve.add_argument("--workers", type=int, help="worker processes (default: one per core)")
-    serve.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
-    serve.add_argument("--queue", type=int, default=64, help="calls that may wait (default 64)")
-    serve.add_argument(
+    add_engine_arguments(serve)
+    serve.set_defaults(run=run)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of an engine: address, model, layout, queue, token."""
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8787)")
+    add_model_arguments(parser)
+    parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    parser.add_argument("--queue", type=int, default=64, help="calls that may wait (default 64)")
+    parser.add_argument(
         "--token", help=f"the bearer token (default: ${TOKEN_ENV}, else the token file)"
     )
-    serve.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until told to stop; 0 after a clean stop, 1 if the model or workers fail."""
+    return run_engine(args)
+
+
+def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) -> int:
+    """Start the engine the options describe and serve until told to stop; 0 after a clean
+    stop, 1 if the model or workers fail, 2 for a host that is not loopback."""
     configure_logging(args.log_level)
     if args.host not in LOOPBACK_HOSTS:
-        print(
-            f"byoa-skills serve: --host must be a loopback address, not {args.host}",
-            file=sys.stderr,
-        )
+        print(f"byoa-skills: --host must be a loopback address, not {args.host}", file=sys.stderr)
         return 2
     model = resolve_model(args)
     if model is None:
@@ -68,28 +80,43 @@ def run(args: argparse.Namespace) -> int:
         model_dir=model_dir, model_name=model_name, device=device,
         workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
     )  # fmt: skip
-    token = args.token or _environment_token()
-    if token is None:
-        token, path, created = load_or_create_token()
-        print(
-            f"byoa-skills: the API token is {'new ' if created else ''}in {path}", file=sys.stderr
-        )
+    token = api_token(args.token)
     try:
-        asyncio.run(serve(config, args.host, args.port, token))
+        asyncio.run(serve(config, args.host, args.port, token, links))
     except WorkerStartFailed as error:
-        print(f"byoa-skills serve: a worker could not start: {error}", file=sys.stderr)
+        print(f"byoa-skills: a worker could not start: {error}", file=sys.stderr)
         return 1
     return 0
 
 
-async def serve(config: PoolConfig, host: str, port: int, token: str) -> None:
-    """Run the API and the pool until SIGTERM or SIGINT, then drain and stop."""
+def api_token(given: str | None) -> str:
+    """The local API's token: ``given``, else ``$BYOA_SKILLS_TOKEN``, else the token file
+    (made on first use, and its place printed)."""
+    token = given or os.environ.get(TOKEN_ENV)
+    if token:
+        return token
+    token, path, created = load_or_create_token()
+    if created:
+        print(f"byoa-skills: the API token is new in {path}", file=sys.stderr)
+    return token
+
+
+async def serve(
+    config: PoolConfig,
+    host: str,
+    port: int,
+    token: str,
+    links: Sequence[tuple[str, str]] = (),
+) -> None:
+    """Run the API and the pool until SIGTERM or SIGINT, then drain and stop; once ready,
+    come back to kept pairings and take ``links`` (link, decision) the visitor allowed."""
     metrics = EngineMetrics()
     pool = WorkerPool(config, on_event=metrics.on_pool_event)
     metrics.watch_pool(pool)
     engine = SkillEngine(pool, on_call=metrics.record_call)
     shim = WalletShim(engine, SiteStore(), ActivityLog())
-    runner = web.AppRunner(build_app(engine, metrics, token, shim), access_log=None)
+    intake = LinkIntake(shim)
+    runner = web.AppRunner(build_app(engine, metrics, token, shim, intake), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
@@ -107,6 +134,10 @@ async def serve(config: PoolConfig, host: str, port: int, token: str) -> None:
             starting.result()
             log.info("event=ready workers=%s", ",".join(map(str, pool.worker_pids())))
             print(f"byoa-skills: ready on http://{host}:{port}", file=sys.stderr, flush=True)
+            intake.resume_pairings()
+            for link, decision in links:
+                answer = await intake.take(link, decision)
+                print(f"byoa-skills: link {_link_outcome(answer)}", file=sys.stderr, flush=True)
             await stop.wait()
             log.info("event=draining queued=%d busy=%d", pool.queue_depth, pool.busy_workers)
             await pool.drain()
@@ -115,12 +146,13 @@ async def serve(config: PoolConfig, host: str, port: int, token: str) -> None:
             with contextlib.suppress(asyncio.CancelledError, WorkerStartFailed):
                 await starting
     finally:
+        await intake.close()
         await pool.close()
         await runner.cleanup()
         log.info("event=stopped")
 
 
-def _environment_token() -> str | None:
-    import os
-
-    return os.environ.get(TOKEN_ENV) or None
+def _link_outcome(answer: dict[str, Any]) -> str:
+    if answer["ok"]:
+        return f"{answer['state']}: {answer['origin']}"
+    return f"refused: {answer['code']}: {answer.get('message', '')}"

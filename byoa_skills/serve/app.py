@@ -19,6 +19,7 @@ from aiohttp import WSMsgType, web
 
 from byoa_skills.skills import CallResult, SkillEngine
 from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.links import LinkIntake
 from byoa_skills.wallet_shim.shim import WalletShim
 
 from .metrics import EngineMetrics
@@ -56,10 +57,15 @@ ENGINE_KEY = web.AppKey("engine", SkillEngine)
 METRICS_KEY = web.AppKey("metrics", EngineMetrics)
 TOKEN_KEY = web.AppKey("token", str)
 SHIM_KEY = web.AppKey("shim", WalletShim)
+LINKS_KEY = web.AppKey("links", LinkIntake)
 
 
 def build_app(
-    engine: SkillEngine, metrics: EngineMetrics, token: str, shim: WalletShim
+    engine: SkillEngine,
+    metrics: EngineMetrics,
+    token: str,
+    shim: WalletShim,
+    links: LinkIntake | None = None,
 ) -> web.Application:
     """The aiohttp application of the local API."""
     app = web.Application(
@@ -71,9 +77,11 @@ def build_app(
     app[METRICS_KEY] = metrics
     app[TOKEN_KEY] = token
     app[SHIM_KEY] = shim
+    app[LINKS_KEY] = links or LinkIntake(shim)
     app.router.add_get("/health", _health)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/v1/links", _take_link)
     app.router.add_post("/v1/grants", _create_grant)
     app.router.add_get("/v1/grants/{grant_id}", _show_grant)
     app.router.add_delete("/v1/grants/{grant_id}", _release_grant)
@@ -146,6 +154,14 @@ async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
     if not isinstance(body, dict):
         return refusal(400, "bad-request", "the body must be a JSON object")
     return body
+
+
+async def _take_link(request: web.Request) -> web.Response:
+    body = await _json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    answer = await request.app[LINKS_KEY].take(body.get("link"), body.get("decision"))
+    return web.json_response(answer, status=200 if answer["ok"] else 403)
 
 
 async def _create_grant(request: web.Request) -> web.Response:

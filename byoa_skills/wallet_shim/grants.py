@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from bringyourownagent import check_call, validate_manifest
+from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
 from .limits import SHIM_LIMITS, ShimLimits, effective_limits, problems_in
 from .timestamps import rfc3339
@@ -78,8 +78,14 @@ class Grant:
         }
 
     def summary(self) -> dict[str, Any]:
-        """What the wallet is told when the grant is taken."""
-        limits = dict(self.reference.get("limits") or {})
+        """What the wallet is told when the grant is taken; ``limits`` are those in force
+        (the stricter of manifest and grant), as a hello states them."""
+        manifest_limits = self.manifest["purpose"].get("limits")
+        limits = {
+            name: value
+            for name in KNOWN_LIMITS
+            if (value := _stricter(manifest_limits, self.reference.get("limits"), name)) is not None
+        }
         limits.update(self.limits.to_json())
         summary: dict[str, Any] = {
             "grantId": self.id, "skills": self.skills, "expiresAt": self.expires_at,

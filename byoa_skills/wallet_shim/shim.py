@@ -67,12 +67,12 @@ class WalletShim:
                 raise GrantRefusal(f"site-{site}", _site_message(site))
             built = build_grant(origin, manifest, grant, self._clock())
         except GrantRefusal as refusal:
-            self._record(kind="grant", origin=_shown(origin), outcome=refusal.code,
+            self.record_activity(kind="grant", origin=_shown(origin), outcome=refusal.code,
                          codes=[e["code"] for e in refusal.errors] or [refusal.code])  # fmt: skip
             raise
         self.sites.seen(origin)
         self.grants.add(built)
-        self._record(kind="grant", origin=origin, grant=built.id, outcome="ok",
+        self.record_activity(kind="grant", origin=origin, grant=built.id, outcome="ok",
                      skills=built.skills)  # fmt: skip
         return built.summary()
 
@@ -80,7 +80,9 @@ class WalletShim:
         """Forget a grant; calls already running finish. False when it was not live."""
         released = self.grants.release(grant_id)
         if released is not None:
-            self._record(kind="release", origin=released.origin, grant=grant_id, outcome="ok")
+            self.record_activity(
+                kind="release", origin=released.origin, grant=grant_id, outcome="ok"
+            )
         return released is not None
 
     # -- calls ----------------------------------------------------------------------------
@@ -107,7 +109,7 @@ class WalletShim:
         entry.update(result.measured)
         if result.receipt:
             entry["cost"] = result.receipt.get("cost")
-        self._record(**entry)
+        self.record_activity(**entry)
         return result
 
     async def _call(
@@ -160,7 +162,9 @@ class WalletShim:
                 "origin-invalid", "the origin must be scheme://host[:port]"
             ) from None
 
-    def _record(self, **entry: Any) -> None:
+    def record_activity(self, **entry: Any) -> None:
+        """Add one activity entry (entries with None values lose those keys); a failure to
+        write is logged and never stops a call."""
         try:
             self.activity.record({k: v for k, v in entry.items() if v is not None})
         except OSError as error:  # the log must never stop a call

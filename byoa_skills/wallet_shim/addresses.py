@@ -1,0 +1,63 @@
+"""Where the wallet may connect: the site's name resolved by the wallet itself, and only to
+public addresses."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from typing import Any
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+
+class AddressRefused(Exception):
+    """The endpoint's name resolves to nothing the wallet may connect to."""
+
+    code = "endpoint-private-address"
+
+
+def is_public(address: str) -> bool:
+    """Whether ``address`` is a public unicast address (not private, loopback, link-local,
+    multicast, reserved, shared, documentation or unspecified; IPv4-mapped ones judged as
+    the IPv4 address they carry)."""
+    parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        parsed = parsed.ipv4_mapped
+    return parsed.is_global and not parsed.is_multicast
+
+
+async def resolve_public(host: str, port: int, *, allow_loopback: bool = False) -> ResolveResult:
+    """The first address of ``host`` the wallet may use, resolved here; ``allow_loopback``
+    (the developer switch, for ``localhost`` only) also takes 127.0.0.1 and ::1."""
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as error:
+        raise AddressRefused(f"{host} does not resolve: {error.strerror or error}") from None
+    for family, _, proto, _, sockaddr in infos:
+        address = str(sockaddr[0])
+        loopback = ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+        if is_public(address) or (allow_loopback and loopback):
+            return ResolveResult(hostname=host, host=address, port=port, family=family,
+                                 proto=proto, flags=socket.AI_NUMERICHOST)  # fmt: skip
+    shown = ", ".join(sorted({str(info[4][0]) for info in infos}))
+    raise AddressRefused(f"{host} resolves only to addresses the wallet refuses ({shown})")
+
+
+class PinnedResolver(AbstractResolver):
+    """Answers only for the one name already checked, with the address already checked: the
+    connection goes exactly where the check looked, whatever DNS says a moment later."""
+
+    def __init__(self, checked: ResolveResult) -> None:
+        self._checked = checked
+
+    async def resolve(
+        self, host: str, port: int = 0, family: Any = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if host != self._checked["hostname"]:
+            raise OSError(f"the wallet connects only to {self._checked['hostname']}")
+        return [ResolveResult(**{**self._checked, "port": port or self._checked["port"]})]
+
+    async def close(self) -> None:
+        """Nothing to release."""

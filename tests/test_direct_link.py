@@ -1,0 +1,155 @@
+"""The direct link end to end on loopback: the reference site, the real engine (a `serve`
+process with the developer switch), real WebSockets and real speech."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from engine import TOKEN, Engine
+from speech import SPEECH
+
+from byoa_skills.site_demo.app import start_site
+from byoa_skills.site_demo.demo import SiteDemo
+
+NORWAY = (SPEECH / "country-norway.wav").read_bytes()
+JFK = (SPEECH / "jfk.wav").read_bytes()
+
+
+async def take_link(engine: Engine, link: str, decision: str = "allow") -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{engine.url}/v1/links", json={"link": link, "decision": decision}, headers=headers
+        ) as response,
+    ):
+        return await response.json()
+
+
+def with_site(body: Callable[[SiteDemo], Awaitable[Any]], **options: Any) -> Any:
+    async def main() -> Any:
+        runner, _, demo = await start_site(host="localhost", **options)
+        try:
+            return await body(demo)
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    return asyncio.run(main())
+
+
+async def until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    """Wait for a state (not a measurement)."""
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+def test_a_spoken_country_comes_back_as_text(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[dict[str, Any], list[str | None], str]:
+        session, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link)
+        texts = await asyncio.gather(
+            demo.transcribe(session, NORWAY, "en"),
+            *(demo.transcribe(session, JFK, "en") for _ in range(2)),  # several in flight
+        )
+        return answer, list(texts), demo.wait_state(session)
+
+    answer, texts, state = with_site(body)
+    assert answer["ok"] and answer["state"] == "connected", answer
+    assert state == "connected"
+    assert texts[0] is not None and "norway" in texts[0].lower()
+    assert all(text and "country" in text.lower() for text in texts[1:])
+
+
+def test_the_hello_states_the_grant_and_its_limits(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> dict[str, Any]:
+        _, link = demo.new_code("127.0.0.1")
+        await take_link(engine, link)
+        return demo.hellos[-1]
+
+    hello = with_site(body)
+    assert hello["type"] == "hello" and hello["v"] == "0.1" and hello["pairing"] is None
+    assert hello["grant"]["skills"] == ["audio.transcribe"]
+    assert hello["grant"]["limits"]["maxParallelCalls"] == 8
+    assert hello["grant"]["limits"]["maxClipSeconds"] == 15
+
+
+def test_a_manifest_echo_one_byte_off_gets_bye(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> dict[str, Any]:
+        last = demo.manifest64[-1]
+        demo.welcome_manifest = demo.manifest64[:-1] + ("A" if last != "A" else "B")
+        _, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link)
+        await until(lambda: not demo.connections, "the wallet to leave")
+        return answer
+
+    answer = with_site(body)
+    assert (answer["ok"], answer["code"]) == (False, "manifest-mismatch")
+
+
+def test_a_replayed_code_does_nothing(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[dict[str, Any], dict[str, Any], int]:
+        _, link = demo.new_code("127.0.0.1")
+        first = await take_link(engine, link)
+        again = await take_link(engine, link)
+        return first, again, len(demo.hellos)
+
+    first, again, hellos = with_site(body)
+    assert first["ok"] and (again["ok"], again["code"]) == (False, "code-seen")
+    assert hellos == 1
+
+
+def test_a_declined_link_makes_no_connection(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[dict[str, Any], int]:
+        _, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link, "decline")
+        await asyncio.sleep(0.5)  # give a wrong connection time to show up
+        return answer, len(demo.hellos)
+
+    answer, hellos = with_site(body)
+    assert (answer["ok"], answer["code"]) == (False, "declined")
+    assert hellos == 0
+
+
+def test_decide_on_my_own_comes_back_after_a_drop(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[list[dict[str, Any]], str, str | None]:
+        _, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link, "decide-on-my-own")
+        assert answer["ok"], answer
+        first = demo.connections[0]
+        await first.ws.close()  # the site drops the connection
+        await until(lambda: len(demo.hellos) == 2 and demo.connections, "the wallet to come back")
+        text = await demo.transcribe(first.pairing, NORWAY, "en")
+        return demo.hellos, first.pairing, text
+
+    hellos, pairing, text = with_site(body)
+    assert (hellos[1]["session"], hellos[1]["pairing"]) == (None, pairing)
+    assert text and "norway" in text.lower()
+
+
+def test_connect_hands_the_link_to_the_running_engine(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[int, dict[str, Any], str]:
+        session, link = demo.new_code("127.0.0.1")
+        env = {**os.environ, "BYOA_SKILLS_HOME": str(engine.home), "BYOA_SKILLS_TOKEN": TOKEN,
+               "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "byoa_skills", "connect", link, "--allow",
+            "--port", str(engine.port), env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await process.communicate()
+        assert b"asks to use your AI" in err and b"audio.transcribe (en, ru, sk)" in err
+        return process.returncode or 0, json.loads(out), demo.wait_state(session)
+
+    status, answer, state = with_site(body)
+    assert status == 0 and answer["state"] == "connected" and state == "connected"
