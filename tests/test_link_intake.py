@@ -1,0 +1,155 @@
+"""Taking links in the engine: the checks before any contact, at most 4 at once, the address
+the wallet connects to, pairings kept and refused."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import secrets
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from grants import GEO_MANIFEST
+
+from byoa_skills.wallet_shim.activity import ActivityLog
+from byoa_skills.wallet_shim.addresses import AddressRefused, PinnedResolver, resolve_public
+from byoa_skills.wallet_shim.links import LinkIntake
+from byoa_skills.wallet_shim.pairings import PairingStore, RecentCodes
+from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.sites import SiteStore
+
+
+class NoEngine:
+    """Links are taken before any call: nothing here runs a model."""
+
+    pool = None
+
+
+def make_link(port: int, manifest: dict[str, Any] = GEO_MANIFEST) -> str:
+    text = base64.urlsafe_b64encode(json.dumps(manifest).encode()).decode().rstrip("=")
+    endpoint = f"ws%3A%2F%2Flocalhost%3A{port}%2Fbyoa%2Fws"
+    session = secrets.token_urlsafe(24)
+    return (
+        f"bringyourownagent://connect?v=0.1&endpoint={endpoint}&manifest={text}&session={session}"
+    )
+
+
+def intake_in(folder: Path, **options: Any) -> LinkIntake:
+    shim = WalletShim(NoEngine(), SiteStore(folder / "sites.json"),  # type: ignore[arg-type]
+                      ActivityLog(folder / "activity"))  # fmt: skip
+    pairings, recent = PairingStore(folder / "pairings.json"), RecentCodes(folder / "codes.json")
+    return LinkIntake(shim, pairings=pairings, recent=recent, dev_local=True, **options)
+
+
+async def silent_site() -> tuple[web.AppRunner, int, list[Any]]:
+    """A WebSocket endpoint that takes connections and says nothing."""
+    sockets: list[Any] = []
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        sockets.append(ws)
+        async for _ in ws:
+            pass
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/byoa/ws", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, runner.addresses[0][1], sockets
+
+
+def test_at_most_four_links_at_once(tmp_path: Path) -> None:
+    async def main() -> tuple[dict[str, Any], int]:
+        runner, port, sockets = await silent_site()
+        intake = intake_in(tmp_path)
+        pending = [asyncio.create_task(intake.take(make_link(port), "allow")) for _ in range(4)]
+        for _ in range(400):
+            if len(sockets) == 4:
+                break
+            await asyncio.sleep(0.01)
+        fifth = await intake.take(make_link(port), "allow")
+        for task in pending:
+            task.cancel()
+        await intake.close()
+        await runner.cleanup()
+        return fifth, len(sockets)
+
+    fifth, connected = asyncio.run(main())
+    assert (fifth["ok"], fifth["code"]) == (False, "too-many-links")
+    assert connected == 4
+
+
+@pytest.mark.parametrize("state", ["blocked", "paused"])
+def test_a_blocked_or_paused_site_is_not_contacted(tmp_path: Path, state: str) -> None:
+    async def main() -> tuple[dict[str, Any], int]:
+        runner, port, sockets = await silent_site()
+        intake = intake_in(tmp_path)
+        origin = f"http://localhost:{port}"
+        (intake.shim.sites.block if state == "blocked" else intake.shim.sites.pause)(origin)
+        answer = await intake.take(make_link(port), "allow")
+        await asyncio.sleep(0.2)
+        await runner.cleanup()
+        return answer, len(sockets)
+
+    answer, connected = asyncio.run(main())
+    assert (answer["ok"], answer["code"], connected) == (False, f"site-{state}", 0)
+    entries = ActivityLog(tmp_path / "activity").read()
+    assert entries[-1]["outcome"] == f"site-{state}" and entries[-1]["kind"] == "link"
+
+
+def test_a_refused_link_only_leaves_an_activity_entry(tmp_path: Path) -> None:
+    intake = intake_in(tmp_path)
+    answer = asyncio.run(intake.take("bringyourownagent://connect?v=0.2", "allow"))
+    assert answer["ok"] is False and answer["code"]
+    assert ActivityLog(tmp_path / "activity").read()[-1]["outcome"] == answer["code"]
+    assert not (tmp_path / "pairings.json").exists()
+
+
+def test_codes_are_remembered_for_ten_minutes(tmp_path: Path) -> None:
+    recent = RecentCodes(tmp_path / "codes.json")
+    assert not recent.seen("a-code")
+    assert recent.first_sight("a-code") and recent.seen("a-code")
+    assert not recent.first_sight("a-code")
+    assert "a-code" not in (tmp_path / "codes.json").read_text()  # kept as digests only
+    stale = RecentCodes(tmp_path / "codes.json", memory=0)
+    assert stale.first_sight("a-code")
+
+
+def test_the_wallet_refuses_private_addresses() -> None:
+    async def main() -> list[str]:
+        outcomes = []
+        for host, loopback_ok in (("localhost", False), ("127.0.0.1", False), ("localhost", True)):
+            try:
+                found = await resolve_public(host, 443, allow_loopback=loopback_ok)
+                outcomes.append(found["host"])
+            except AddressRefused as refused:
+                outcomes.append(refused.code)
+        return outcomes
+
+    first, second, third = asyncio.run(main())
+    assert first == second == "endpoint-private-address"
+    assert third in ("127.0.0.1", "::1")
+
+
+def test_the_pinned_resolver_answers_only_for_the_checked_name() -> None:
+    pinned = PinnedResolver({"hostname": "game.example.org", "host": "203.0.113.9", "port": 443,
+                             "family": socket.AF_INET, "proto": 6, "flags": 0})  # fmt: skip
+
+    async def main() -> tuple[str, str]:
+        answer = await pinned.resolve("game.example.org", 443)
+        try:
+            await pinned.resolve("other.example.org", 443)
+            other = "resolved"
+        except OSError:
+            other = "refused"
+        return answer[0]["host"], other
+
+    assert asyncio.run(main()) == ("203.0.113.9", "refused")
