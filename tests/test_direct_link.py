@@ -6,17 +6,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
-from engine import TOKEN, Engine
+from engine import TOKEN, Engine, start_engine
 from speech import SPEECH
 
 from byoa_skills.site_demo.app import start_site
 from byoa_skills.site_demo.demo import SiteDemo
+from byoa_skills.wallet_shim.sites import SiteStore
 
 NORWAY = (SPEECH / "country-norway.wav").read_bytes()
 JFK = (SPEECH / "jfk.wav").read_bytes()
@@ -153,3 +156,66 @@ def test_connect_hands_the_link_to_the_running_engine(engine: Engine) -> None:
 
     status, answer, state = with_site(body)
     assert status == 0 and answer["state"] == "connected" and state == "connected"
+
+
+def test_a_paused_site_is_not_reconnected(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> int:
+        _, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link, "decide-on-my-own")
+        SiteStore(engine.home / "data" / "sites.json").pause(answer["origin"])
+        await demo.connections[0].ws.close()
+        await asyncio.sleep(2.5)  # longer than the test schedule's first waits
+        return len(demo.hellos)
+
+    try:
+        assert with_site(body) == 1
+    finally:
+        for site in SiteStore(engine.home / "data" / "sites.json").list():
+            SiteStore(engine.home / "data" / "sites.json").forget(site.origin)
+
+
+def test_frames_the_wallet_does_not_take(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[str | None, int | None]:
+        session, link = demo.new_code("127.0.0.1")
+        await take_link(engine, link)
+        connection = demo.connections[0]
+        await connection.send({"type": "something-new", "id": 7})  # ignored
+        text = await demo.transcribe(session, NORWAY, "en")
+        await connection.ws.send_str("not JSON at all")
+        await until(lambda: connection.closed, "the wallet to close")
+        return text, connection.ws.close_code
+
+    text, close_code = with_site(body)
+    assert text and "norway" in text.lower()
+    assert close_code == 1007
+
+
+def test_pairings_come_back_after_a_restart(engine_home: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
+
+    async def body(demo: SiteDemo) -> list[dict[str, Any]]:
+        _, link = demo.new_code("127.0.0.1")
+        first = start_engine(home, "--model", "tiny.en", "--workers", "1", log_name="a.log")
+        try:
+            await asyncio.to_thread(first.wait_ready)
+            assert (await take_link(first, link, "decide-on-my-own"))["ok"]
+        finally:
+            await asyncio.to_thread(first.stop)
+        await until(lambda: not demo.connections, "the wallet to go away")
+        second = start_engine(home, "--model", "tiny.en", "--workers", "1", log_name="b.log")
+        try:
+            await asyncio.to_thread(second.wait_ready)
+            await until(lambda: len(demo.hellos) == 2, "the wallet to come back")
+            text = await demo.transcribe(demo.hellos[1]["pairing"], NORWAY, "en")
+            assert text is not None
+        finally:
+            await asyncio.to_thread(second.stop)
+        return demo.hellos
+
+    hellos = with_site(body)
+    assert hellos[1]["session"] is None and hellos[1]["pairing"]
+    stored = json.loads((home / "data" / "pairings.json").read_text())
+    assert len(stored) == 1 and next(iter(stored)).startswith("http://localhost:")
+    assert stat.S_IMODE((home / "data" / "pairings.json").stat().st_mode) == 0o600
