@@ -6,7 +6,16 @@ import argparse
 import sys
 
 from byoa_skills import __version__
-from byoa_skills.commands import activity, connect, link, serve, sites, transcribe, wav_check
+from byoa_skills.commands import (
+    activity,
+    connect,
+    link,
+    scheme,
+    serve,
+    sites,
+    transcribe,
+    wav_check,
+)
 from byoa_skills.models.cli import add_models_parser
 
 
@@ -27,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(commands)
     connect.add_parser(commands)
     link.add_parser(commands)
+    scheme.add_parser(commands)
     sites.add_parser(commands)
     activity.add_parser(commands)
     wav_check.add_parser(commands)
