@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from engine import TOKEN, Engine, start_engine
+from engine import TOKEN, Engine, free_port, start_engine
 from speech import SPEECH
 
 from byoa_skills.site_demo.app import start_site
@@ -219,3 +219,30 @@ def test_pairings_come_back_after_a_restart(engine_home: Path, tmp_path: Path) -
     stored = json.loads((home / "data" / "pairings.json").read_text())
     assert len(stored) == 1 and next(iter(stored)).startswith("http://localhost:")
     assert stat.S_IMODE((home / "data" / "pairings.json").stat().st_mode) == 0o600
+
+
+def test_connect_starts_an_engine_when_none_runs(engine_home: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
+
+    async def body(demo: SiteDemo) -> tuple[str | None, int]:
+        session, link = demo.new_code("127.0.0.1")
+        env = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": TOKEN,
+               "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "byoa_skills", "connect", link, "--allow", "--model",
+            "tiny.en", "--workers", "1", "--port", str(free_port()), env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            await until(lambda: demo.wait_state(session) == "connected", "the wallet", 120)
+            text = await demo.transcribe(session, NORWAY, "en")
+        finally:
+            process.terminate()
+            status = await process.wait()
+        return text, status
+
+    text, status = with_site(body)
+    assert text and "norway" in text.lower()
+    assert status == 0  # SIGTERM drains and stops cleanly
