@@ -4,6 +4,7 @@ process with the developer switch), real WebSockets and real speech."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import stat
@@ -19,6 +20,7 @@ from speech import SPEECH
 
 from byoa_skills.site_demo.app import start_site
 from byoa_skills.site_demo.demo import SiteDemo
+from byoa_skills.wallet_shim.activity import ActivityLog
 from byoa_skills.wallet_shim.sites import SiteStore
 
 NORWAY = (SPEECH / "country-norway.wav").read_bytes()
@@ -188,6 +190,29 @@ def test_frames_the_wallet_does_not_take(engine: Engine) -> None:
     text, close_code = with_site(body)
     assert text and "norway" in text.lower()
     assert close_code == 1007
+
+
+def test_a_frame_over_4_mb_is_refused(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[str, int | None]:
+        _, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link)
+        connection = demo.connections[0]
+        big = {"type": "call", "id": 1, "skill": "audio.transcribe", "pad": "x" * 4_200_000}
+        with contextlib.suppress(ConnectionError):  # the wallet may close while it is sent
+            await connection.send(big)
+        await until(lambda: connection.closed, "the wallet to close")
+        log = ActivityLog(engine.home / "data" / "activity")
+        ended = lambda: any(e["kind"] == "link" for e in log.read(origin=answer["origin"]))  # noqa: E731
+        await until(ended, "the session's end in the activity log")
+        return answer["origin"], connection.ws.close_code
+
+    origin, close_code = with_site(body)
+    # the wallet closes (1009; the site may see the socket drop first, 1006) and ends the
+    # session without answering the frame
+    assert close_code in (1006, 1009)
+    log = ActivityLog(engine.home / "data" / "activity")
+    entries = [e for e in log.read(origin=origin) if e["kind"] in ("link", "call")]
+    assert [e["kind"] for e in entries] == ["link"] and entries[0]["outcome"] == "dropped"
 
 
 def test_pairings_come_back_after_a_restart(engine_home: Path, tmp_path: Path) -> None:
