@@ -12,6 +12,7 @@ from byoa_skills.commands import (
     link,
     scheme,
     serve,
+    site_demo,
     sites,
     transcribe,
     wav_check,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     link.add_parser(commands)
     scheme.add_parser(commands)
     sites.add_parser(commands)
+    site_demo.add_parser(commands)
     activity.add_parser(commands)
     wav_check.add_parser(commands)
     return parser

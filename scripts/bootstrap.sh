@@ -2,7 +2,8 @@
 # Sets up byoa-skills in ./.venv on a fresh machine, from the project's own files.
 #
 #   scripts/bootstrap.sh models       the engine and its embedded models (base, tiny.en)
-#   scripts/bootstrap.sh dev,models   the same, plus what the tests need (sox, Node.js, pytest...)
+#   scripts/bootstrap.sh dev,models   the same, plus what the tests need (sox, Node.js, a
+#                                     headless Chromium, pytest...)
 #
 # System tools come from the distribution's packages (apt-get, as root or through sudo);
 # everything else from PyPI into the virtual environment.
@@ -13,7 +14,8 @@ extras="${1:-}"
 missing=""
 case ",$extras," in *,dev,*)
     command -v sox >/dev/null 2>&1 || missing="$missing sox"
-    command -v node >/dev/null 2>&1 || missing="$missing nodejs" ;;
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    command -v chromium-headless-shell >/dev/null 2>&1 || missing="$missing chromium-headless-shell" ;;
 esac
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"

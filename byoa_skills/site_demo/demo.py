@@ -28,8 +28,9 @@ log = logging.getLogger("byoa_skills.site_demo")
 
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 HELLO_TIMEOUT_S = 10.0
-CLOSE_NO_HELLO = 1008  # policy violation: also for a bad session
+CLOSE_POLICY = 1008  # no hello, bad session
 CLOSE_MALFORMED = 1007  # invalid frame payload data
+CLOSE_NORMAL = 1000
 
 
 class MalformedFrame(ValueError):
@@ -163,12 +164,14 @@ class SiteDemo:
         if connection is None:
             return ws
         try:
-            await self._serve(connection)
+            ending = await self._serve(connection)
         finally:
             connection.fail_pending()
             if self._wallets.get(connection.pairing) is connection:
                 self._wallets[connection.pairing] = None
             log.info("event=wallet-away pairing=%s…", connection.pairing[:6])
+        if ending is not None:
+            await ws.close(code=ending[0], message=ending[1])
         return ws
 
     async def close(self) -> None:
@@ -186,7 +189,7 @@ class SiteDemo:
             try:
                 message = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
             except asyncio.TimeoutError:
-                await ws.close(code=CLOSE_NO_HELLO, message=b"no hello")
+                await ws.close(code=CLOSE_POLICY, message=b"no hello")
                 return None
             if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
                                 WSMsgType.ERROR):  # fmt: skip
@@ -219,7 +222,7 @@ class SiteDemo:
         else:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await ws.send_str('{"type":"error","code":"bad-session"}')
-            await ws.close(code=CLOSE_NO_HELLO, message=b"bad-session")
+            await ws.close(code=CLOSE_POLICY, message=b"bad-session")
             log.info("event=bad-session")
             return None
         connection = WalletConnection(ws, pairing, hello)
@@ -232,24 +235,23 @@ class SiteDemo:
                  pairing[:6], connection.max_parallel_calls)  # fmt: skip
         return connection
 
-    async def _serve(self, connection: WalletConnection) -> None:
-        """After the welcome: results resolve calls, ``bye`` closes, the rest is ignored."""
+    async def _serve(self, connection: WalletConnection) -> tuple[int, bytes] | None:
+        """After the welcome: results resolve calls, the rest is ignored, until the socket
+        closes (None) or a frame asks to close it: the close code and reason to send."""
         ws = connection.ws
         while True:
             message = await ws.receive()
             if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
                                 WSMsgType.ERROR):  # fmt: skip
-                return
+                return None
             if message.type != WSMsgType.TEXT:
                 continue
             try:
                 frame = parse_frame(message.data)
             except MalformedFrame:
-                await ws.close(code=CLOSE_MALFORMED, message=b"malformed")
-                return
+                return CLOSE_MALFORMED, b"malformed"
             kind = frame.get("type")
             if kind == "result":
                 connection.resolve(frame)
             elif kind == "bye":
-                await ws.close()
-                return
+                return CLOSE_NORMAL, b""
