@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import stat
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from speech import SPEECH
 
 from byoa_skills.site_demo.app import start_site
 from byoa_skills.site_demo.demo import SiteDemo
+from byoa_skills.site_demo.manifest import build_link
 from byoa_skills.wallet_shim.activity import ActivityLog
 from byoa_skills.wallet_shim.sites import SiteStore
 
@@ -271,3 +273,30 @@ def test_connect_starts_an_engine_when_none_runs(engine_home: Path, tmp_path: Pa
     text, status = with_site(body)
     assert text and "norway" in text.lower()
     assert status == 0  # SIGTERM drains and stops cleanly
+
+
+def test_an_unknown_code_gets_bad_session_and_ends(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> dict[str, Any]:
+        link = build_link(demo.endpoint, demo.manifest64, secrets.token_urlsafe(24))
+        return await take_link(engine, link, "decide-on-my-own")
+
+    answer = with_site(body)
+    assert (answer["ok"], answer["code"]) == (False, "bad-session")
+    pairings = engine.home / "data" / "pairings.json"
+    assert answer["origin"] not in (json.loads(pairings.read_text()) if pairings.exists() else {})
+
+
+def test_the_sites_bye_ends_the_session(engine: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[int, list[dict[str, Any]]]:
+        _, link = demo.new_code("127.0.0.1")
+        answer = await take_link(engine, link, "decide-on-my-own")
+        await demo.connections[0].say_bye_and_close()
+        log = ActivityLog(engine.home / "data" / "activity")
+        ended = lambda: any(e["kind"] == "link" for e in log.read(origin=answer["origin"]))  # noqa: E731
+        await until(ended, "the session's end in the activity log")
+        await asyncio.sleep(1.5)  # longer than the test schedule's first waits
+        return len(demo.hellos), log.read(origin=answer["origin"])
+
+    hellos, entries = with_site(body)
+    assert hellos == 1  # a bye is not a drop: the wallet does not come back
+    assert [e["outcome"] for e in entries if e["kind"] == "link"] == ["bye"]

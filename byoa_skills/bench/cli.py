@@ -1,18 +1,115 @@
-"""``byoa-bench``: not built yet; it says so and exits 2."""
+"""``byoa-bench``: the command line. It only wires the parts together: settings, the
+scenarios, the progress bar, the report, the plots and the comparison."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from . import compare, plots, report
+from .context import settings_for
+from .progress import RichReporter
+from .runner import prepare, resolve_device, run_scenarios
+from .scenarios import names
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print that the benchmark harness is not available in this version; return 2."""
-    print(
-        "byoa-bench: the benchmark harness is not part of this version yet; "
-        "the WAV parser's benchmark runs with: pytest tests/benchmarks --benchmark-enable",
-        file=sys.stderr,
+def _levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text}") from None
+    if not levels or levels[0] < 1:
+        raise argparse.ArgumentTypeError("levels must be 1 or more")
+    return levels
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's arguments."""
+    every = names()
+    command = argparse.ArgumentParser(
+        prog="byoa-bench",
+        description="Measure the engine on this machine: WAV parsing, the runtime called "
+        "directly, the engine over its local API, cold start, memory, and a peer server.",
     )
-    return 2
+    command.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO",
+        help=f"what to run (default: all): {', '.join(every)}",
+    )
+    command.add_argument(
+        "--quick",
+        action="store_true",
+        help="few repeats and calls, a tiny sweep (minutes, not tens)",
+    )
+    command.add_argument("--model", default="base", help="catalog model name (default base)")
+    command.add_argument(
+        "--device",
+        choices=("cpu", "cuda", "auto"),
+        default="cpu",
+        help="device of the engine scenarios (gpu always uses cuda)",
+    )
+    command.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench-out"),
+        help="folder for results.json, report.md and plots (./bench-out)",
+    )
+    command.add_argument(
+        "--compare",
+        type=Path,
+        metavar="OLD.json",
+        help="print each headline figure's change against an earlier run",
+    )
+    command.add_argument("--calls", type=int, help="calls per throughput run")
+    command.add_argument("--repeats", type=int, help="sequential calls per clip and round")
+    command.add_argument(
+        "--sweep", type=_levels, metavar="1,2,4", help="concurrency levels (default 1..2 x workers)"
+    )
+    command.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    return command
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 when every chosen scenario ran or was skipped, 1 when one
+    failed, 2 on bad arguments."""
+    args = parser().parse_args(argv)
+    console = Console()
+    err = Console(stderr=True)
+    every = names()
+    unknown = [name for name in args.scenarios if name not in every]
+    if unknown:
+        err.print(f"byoa-bench: unknown scenario {', '.join(unknown)}; choose from {every}")
+        return 2
+    old = compare.load(args.compare) if args.compare else None
+    device = resolve_device(args.device)
+    settings = settings_for(args.quick, args.model, device, args.calls, args.repeats, args.sweep)
+    with RichReporter(err) as reporter:
+        ctx = prepare(settings, reporter)
+        results = run_scenarios(ctx, args.scenarios or every)
+    rows = compare.changes(old, results) if old else None
+    if rows:
+        results["compare"] = compare.markdown(rows)
+    json_path, md_path = report.write(results, args.out)
+    written = [json_path, md_path]
+    if not args.no_plots:
+        if plots.available():
+            written += plots.write(results, args.out)
+        else:
+            err.print(
+                "byoa-bench: matplotlib is not installed, no plots "
+                "(pip install 'byoa-skills[bench]')"
+            )
+    console.print(report.summary(results))
+    if rows:
+        console.print(compare.table(rows))
+    console.print("written: " + ", ".join(str(p) for p in written))
+    failed = [n for n, e in results["scenarios"].items() if e["status"] == "failed"]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""The headline figures of a run: the few numbers a report leads with and ``--compare``
+compares, each with its unit and which direction is better."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Figure = dict[str, Any]
+
+
+def _figure(value: float | None, unit: str, better: str, label: str) -> Figure | None:
+    if value is None:
+        return None
+    return {"value": float(value), "unit": unit, "better": better, "label": label}
+
+
+def _ok(results: dict[str, Any], name: str) -> dict[str, Any] | None:
+    entry = results.get("scenarios", {}).get(name)
+    return entry if entry and entry.get("status") == "ok" else None
+
+
+def headline(results: dict[str, Any]) -> dict[str, Figure]:
+    """Headline figures by key (only those the run measured)."""
+    out: dict[str, Figure | None] = {}
+    if wav := _ok(results, "wav"):
+        rows = wav["rows"]
+        out["wav_base64_15s_us"] = _figure(
+            rows["15s"]["base64"]["p50"], "us", "lower", "15 s clip from base64, p50"
+        )
+        out["wav_bytes_15s_us"] = _figure(
+            rows["15s"]["bytes"]["p50"], "us", "lower", "15 s clip from bytes, p50"
+        )
+        if "soundfile" in rows["15s"]:
+            out["wav_soundfile_15s_us"] = _figure(
+                rows["15s"]["soundfile"]["p50"], "us", "lower", "15 s clip, soundfile.read, p50"
+            )
+    if direct := _ok(results, "direct"):
+        out["direct_best_throughput"] = _figure(
+            direct["best_throughput"], "clips/s", "higher", f"direct best ({direct['best']})"
+        )
+    if engine := _ok(results, "engine"):
+        out["engine_throughput"] = _figure(
+            engine["best_throughput"], "clips/s", "higher", "engine throughput, best level"
+        )
+        out["engine_vs_direct_best"] = _figure(
+            engine.get("vs_direct_best"), "ratio", "higher", "engine / direct best throughput"
+        )
+        for label in ("1s", "5s", "15s"):
+            out[f"engine_latency_{label}_p50_s"] = _figure(
+                engine["latency_s"][label]["p50"], "s", "lower", f"engine latency {label}, p50"
+            )
+            out[f"engine_overhead_{label}_p50_ms"] = _figure(
+                engine["overhead_ms"][label]["p50"], "ms", "lower", f"API overhead {label}, p50"
+            )
+        top = engine["sweep"][-1]
+        out["engine_p95_at_max_concurrency_s"] = _figure(
+            top["latency_s"]["p95"], "s", "lower", f"engine p95 at concurrency {top['concurrency']}"
+        )
+    if cold := _ok(results, "cold"):
+        out["start_to_ready_s"] = _figure(
+            cold["start_to_ready_s"]["p50"], "s", "lower", "serve start to ready, p50"
+        )
+        out["first_call_s"] = _figure(
+            cold["first_call_s"]["p50"], "s", "lower", "first call after ready (1 s clip)"
+        )
+        out["warm_median_s"] = _figure(
+            cold["warm_median_s"], "s", "lower", "warm median (1 s clip)"
+        )
+        out["first_vs_warm"] = _figure(
+            cold["first_vs_warm"], "ratio", "lower", "first call / warm median"
+        )
+    if memory := _ok(results, "memory"):
+        out["worker_rss_max_mib"] = _figure(
+            memory["worker_rss_max_mib"], "MiB", "lower", "largest worker RSS"
+        )
+        out["front_rss_mib"] = _figure(memory["front_rss_mib"], "MiB", "lower", "front RSS")
+    if peer := _ok(results, "peer"):
+        out["peer_throughput"] = _figure(
+            peer["best_throughput"], "clips/s", "higher", "peer throughput, best level"
+        )
+        if engine:
+            engine_levels = {lv["concurrency"]: lv for lv in engine["sweep"]}
+            for level in peer["sweep"]:
+                mine = engine_levels.get(level["concurrency"])
+                if mine and level["throughput"] > 0:
+                    c = level["concurrency"]
+                    out[f"engine_vs_peer_c{c}"] = _figure(
+                        mine["throughput"] / level["throughput"],
+                        "ratio",
+                        "higher",
+                        f"engine / peer throughput at concurrency {c}",
+                    )
+    if gpu := _ok(results, "gpu"):
+        out["gpu_throughput"] = _figure(
+            gpu["best_throughput"], "clips/s", "higher", "engine on CUDA, best level"
+        )
+    return {key: value for key, value in out.items() if value is not None}

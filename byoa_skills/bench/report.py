@@ -1,0 +1,149 @@
+"""Writes a run's ``results.json`` and ``report.md``, and builds the summary table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+
+def _n(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}g}" if abs(value) < 10000 else f"{value:,.0f}"
+
+
+def _stats_row(name: str, stats: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
+    cells = [_n(stats[k] * scale, digits) for k in ("min", "p50", "p95", "p99")]
+    return f"| {name} | {' | '.join(cells)} | {stats['spread']:.1%} | {stats['n']} |"
+
+
+STATS_HEAD = "| {0} | min | p50 | p95 | p99 | spread | n |\n|---|---|---|---|---|---|---|"
+
+
+def _sweep_table(sweep: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| concurrency | clips/s | spread | p50 s | p95 s | p99 s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for level in sweep:
+        lat = level["latency_s"]
+        lines.append(
+            f"| {level['concurrency']} | {_n(level['throughput'])} | "
+            f"{level['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} | "
+            f"{_n(lat['p99'])} |"
+        )
+    return lines
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The report as markdown: machine, headline, then each scenario's tables."""
+    machine, settings = results["machine"], results["settings"]
+    lines = [
+        "# byoa-bench report",
+        "",
+        f"{results['started']}, {results['seconds']:.0f} s, "
+        f"{'quick' if settings['quick'] else 'full'} run, model `{settings['model']}`.",
+        "",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, "
+        f"{_n(machine['memory_mib'] and machine['memory_mib'] / 1024)} GiB, "
+        f"CUDA devices: {machine['gpu']['cuda_devices']}. "
+        + ", ".join(f"{k} {v}" for k, v in machine["libraries"].items() if v),
+        "",
+        "## Headline",
+        "",
+        "| figure | value | unit |",
+        "|---|---|---|",
+    ]
+    for figure in results["headline"].values():
+        lines.append(f"| {figure['label']} | {_n(figure['value'])} | {figure['unit']} |")
+    for name, entry in results["scenarios"].items():
+        lines += ["", f"## {entry['title']} (`{name}`)", ""]
+        if entry["status"] != "ok":
+            lines.append(f"{entry['status']}: {entry['reason']}")
+            continue
+        lines += _scenario_lines(name, entry)
+    if "compare" in results:
+        lines += ["", "## Against the earlier run", "", results["compare"]]
+    return "\n".join(lines) + "\n"
+
+
+def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if name == "wav":
+        lines.append(STATS_HEAD.format("clip, reader (µs)"))
+        for label, row in entry["rows"].items():
+            for reader, stats in row.items():
+                lines.append(_stats_row(f"{label}, {reader}", stats, digits=4))
+    elif name == "direct":
+        lines += ["| layout | clips/s | spread | p50 s | p95 s |", "|---|---|---|---|---|"]
+        for key, layout in entry["layouts"].items():
+            best = " (best)" if key == entry["best"] else ""
+            lat = layout["latency_s"]
+            lines.append(
+                f"| {layout['processes']} process x {layout['threads']} thread{best} | "
+                f"{_n(layout['throughput'])} | {layout['throughput_spread']:.1%} | "
+                f"{_n(lat['p50'])} | {_n(lat['p95'])} |"
+            )
+    elif name in ("engine", "gpu", "peer", "link"):
+        lines.append(STATS_HEAD.format("latency by clip (s)"))
+        for label, stats in entry["latency_s"].items():
+            lines.append(_stats_row(label, stats))
+        if "overhead_ms" in entry:
+            lines += ["", STATS_HEAD.format("API overhead by clip (ms)")]
+            for label, stats in entry["overhead_ms"].items():
+                lines.append(_stats_row(label, stats))
+        lines += ["", *_sweep_table(entry["sweep"])]
+        if entry.get("vs_direct_best"):
+            lines += [
+                "",
+                f"Best throughput {_n(entry['best_throughput'])} clips/s = "
+                f"{entry['vs_direct_best']:.0%} of direct best "
+                f"({_n(entry['direct_best'])} clips/s).",
+            ]
+        if name == "peer":
+            lines += [
+                "",
+                f"Start to ready {_n(entry['start_to_ready_s'])} s, "
+                f"RSS {_n(entry['rss_mib'])} MiB. Command: `{entry['command']}`",
+            ]
+    elif name == "cold":
+        lines.append(STATS_HEAD.format("seconds"))
+        lines.append(_stats_row("serve start to ready", entry["start_to_ready_s"]))
+        lines.append(_stats_row("first call (1 s clip)", entry["first_call_s"]))
+        lines.append(_stats_row("warm calls (1 s clip)", entry["warm_s"]))
+        lines += ["", f"First call / warm median: {entry['first_vs_warm']:.2f}."]
+    elif name == "memory":
+        workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
+        lines.append(
+            f"Workers: {workers} MiB; front process: {entry['front_rss_mib']:.0f} MiB; "
+            f"total {entry['total_rss_mib']:.0f} MiB."
+        )
+    return lines
+
+
+def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """Write ``results.json`` and ``report.md`` into ``out``; their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "results.json", out / "report.md"
+    json_path.write_text(json.dumps(results, indent=2) + "\n")
+    md_path.write_text(markdown(results))
+    return json_path, md_path
+
+
+def summary(results: dict[str, Any]) -> Table:
+    """The run's headline as a rich table, with each scenario's status."""
+    table = Table(
+        title=f"byoa-bench: {results['settings']['model']}, {results['machine']['cores']} cores"
+    )
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    for figure in results["headline"].values():
+        table.add_row(figure["label"], _n(figure["value"]), figure["unit"])
+    for name, entry in results["scenarios"].items():
+        if entry["status"] != "ok":
+            table.add_row(f"[dim]{name}", f"[dim]{entry['status']}", f"[dim]{entry['reason']}")
+    return table

@@ -1,0 +1,87 @@
+"""Runs the chosen scenarios in order and gathers one results document."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .clips import load_clips
+from .context import Context, Reporter, Settings, Skip, make_home
+from .headline import headline
+from .machine import available_cores, decode_options, machine_facts, model_facts
+from .scenarios import SCENARIOS
+
+SCHEMA = 1
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when CTranslate2 sees a GPU, else ``cpu``."""
+    if device != "auto":
+        return device
+    from .machine import gpu_info
+
+    return "cuda" if gpu_info()["cuda_devices"] > 0 else "cpu"
+
+
+def prepare(settings: Settings, reporter: Reporter, home: Path | None = None) -> Context:
+    """A run's context: a temporary ``BYOA_SKILLS_HOME`` whose cache holds the model
+    (assembled from its verified source by ``ensure_model``), the clips, the cores."""
+    from byoa_skills.models import ensure_model
+
+    home = home or make_home()
+    os.environ["BYOA_SKILLS_HOME"] = str(home)
+    model_dir = ensure_model(settings.model, cache_dir=home / "cache" / "models")
+    clips, source = load_clips()
+    return Context(settings, clips, source, home, Path(model_dir), available_cores(), reporter)
+
+
+def run_scenarios(ctx: Context, selected: Sequence[str]) -> dict[str, Any]:
+    """Run ``selected`` (in run order) and return the results document."""
+    began = time.perf_counter()
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    try:
+        for name, module in SCENARIOS.items():
+            if name not in selected:
+                continue
+            scenario_began = time.perf_counter()
+            try:
+                figures = module.run(ctx)
+                entry: dict[str, Any] = {"status": "ok", **figures}
+            except Skip as skip:
+                entry = {"status": "skipped", "reason": str(skip)}
+                ctx.reporter.note(f"{name}: skipped: {skip}")
+            except Exception as error:  # one failed scenario must not lose the others
+                entry = {
+                    "status": "failed",
+                    "reason": f"{type(error).__name__}: {error}",
+                    "traceback": traceback.format_exc(),
+                }
+                ctx.reporter.note(f"{name}: failed: {error}")
+            entry["seconds"] = round(time.perf_counter() - scenario_began, 2)
+            entry["title"] = module.TITLE
+            ctx.results[name] = entry
+            ctx.reporter.finish(name, entry["status"])
+    finally:
+        ctx.close()
+    results: dict[str, Any] = {
+        "schema": SCHEMA,
+        "started": started,
+        "seconds": round(time.perf_counter() - began, 1),
+        "settings": ctx.settings.to_dict(),
+        "machine": machine_facts(),
+        "model": model_facts(ctx.settings.model),
+        "decode_options": decode_options(),
+        "clips": {
+            "source": ctx.clip_source,
+            "seconds": {label: len(s) / 16000 for label, s in ctx.clips.items()},
+        },
+        "engine_layout": {"workers": ctx.workers, "threads": 1},
+        "scenarios": ctx.results,
+    }
+    results["headline"] = headline(results)
+    return results

@@ -1,0 +1,25 @@
+"""The scenarios of ``byoa-bench``, in the order a run measures them.
+
+Each module has ``NAME``, ``TITLE`` and ``run(ctx) -> dict`` (its figures); ``run`` raises
+:class:`byoa_skills.bench.context.Skip` with the reason when it cannot run on this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from . import cold, direct, engine, gpu, link, memory, peer, wav
+
+#: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
+SCENARIOS: dict[str, ModuleType] = {
+    module.NAME: module for module in (wav, direct, cold, engine, memory, peer, gpu, link)
+}
+
+RunFn = Callable[[Any], dict[str, Any]]
+
+
+def names() -> list[str]:
+    """Scenario names in run order."""
+    return list(SCENARIOS)

@@ -1,0 +1,26 @@
+"""``engine``: ``byoa-skills serve`` on loopback, called over HTTP as the wallet calls it:
+latency by clip length, the API's overhead per call, and a concurrency sweep from 1 to twice
+the workers, with the ratio of its best throughput to "direct best"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import Context
+from . import enginerun
+
+NAME = "engine"
+TITLE = "Engine over the local API"
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """The engine's figures on the CPU."""
+    workers, threads = enginerun.engine_layout(ctx, "cpu")
+    ctx.reporter.start(NAME, enginerun.work_units(ctx, workers))
+    engine = enginerun.running(ctx, "cpu")
+    figures = enginerun.measure(ctx, engine, workers)
+    figures["threads"] = threads
+    best = ctx.shared.get("direct_best")
+    figures["direct_best"] = best
+    figures["vs_direct_best"] = figures["best_throughput"] / best if best else None
+    return figures

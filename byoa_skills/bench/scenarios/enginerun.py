@@ -1,0 +1,103 @@
+"""The engine measurements that the ``engine`` and ``gpu`` scenarios share, and the engine
+process a run keeps up between scenarios."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from ..clips import LABELS, mix, skill_body
+from ..context import Context
+from ..load import by_clip, sweep
+from ..server import EngineProcess, Timed, json_body, start_engine
+from ..stats import summarize
+
+
+def engine_layout(ctx: Context, device: str) -> tuple[int, int]:
+    """``(workers, threads)``: one single-threaded worker per core on the CPU, one on CUDA."""
+    return (1, 1) if device == "cuda" else (ctx.workers, 1)
+
+
+def start(ctx: Context, device: str = "cpu", log_name: str = "serve.log") -> EngineProcess:
+    """Start an engine for this run (stopped when the run ends); does not wait for ready."""
+    workers, threads = engine_layout(ctx, device)
+    engine = start_engine(
+        ctx.home,
+        ctx.settings.model,
+        workers=workers,
+        threads=threads,
+        device=device,
+        log_name=log_name,
+    )
+    ctx.cleanups.append(engine.stop)
+    return engine
+
+
+def running(ctx: Context, device: str = "cpu") -> EngineProcess:
+    """The run's ready engine on ``device``, started now if no scenario has started one."""
+    key = f"engine:{device}"
+    engine = ctx.shared.get(key)
+    if engine is None or engine.process.poll() is not None:
+        engine = start(ctx, device)
+        ctx.reporter.step(f"starting byoa-skills serve ({device})")
+        engine.wait_ready()
+        ctx.shared[key] = engine
+    return engine
+
+
+def bodies(ctx: Context) -> dict[str, bytes]:
+    """The JSON body of a call for each clip length."""
+    return {label: json_body(skill_body(ctx.clips[label])) for label in LABELS}
+
+
+def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]:
+    """Latency and API overhead by clip length, then the concurrency sweep."""
+    payloads = bodies(ctx)
+    levels = ctx.sweep(workers)
+    settings = ctx.settings
+
+    async def go() -> dict[str, Any]:
+        timed: dict[str, list[Timed]] = {label: [] for label in LABELS}
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def call(label: str) -> float:
+                result = await engine.call(session, payloads[label])
+                timed[label].append(result)
+                return result.waited
+
+            ctx.reporter.step("latency by clip length")
+            latency = await by_clip(
+                call, LABELS, settings.repeats, settings.rounds, ctx.reporter.advance
+            )
+            overhead = {
+                label: summarize([t.overhead * 1000 for t in timed[label]]).to_dict()
+                for label in LABELS
+            }
+            infer = {
+                label: summarize([t.infer for t in timed[label]]).to_dict() for label in LABELS
+            }
+            ctx.reporter.step(f"concurrency sweep {list(levels)}")
+            levels_out = await sweep(
+                call, mix(ctx.clips, settings.calls), levels, settings.rounds, ctx.reporter.advance
+            )
+        return {
+            "latency_s": latency,
+            "infer_s": infer,
+            "overhead_ms": overhead,
+            "sweep": [level.to_dict() for level in levels_out],
+        }
+
+    figures = asyncio.run(go())
+    top = max(figures["sweep"], key=lambda level: level["throughput"])
+    figures["workers"] = workers
+    figures["best_throughput"] = top["throughput"]
+    figures["best_concurrency"] = top["concurrency"]
+    return figures
+
+
+def work_units(ctx: Context, workers: int) -> int:
+    """Progress units of :func:`measure`."""
+    return ctx.settings.rounds * (len(LABELS) + len(ctx.sweep(workers)))

@@ -1,0 +1,75 @@
+"""``link``: end to end through the reference site and the direct link. The site's server
+sends ``call`` frames to the wallet's WebSocket (the engine took the site's link, with the
+developer switch for ``ws://localhost``); latency by clip length and a concurrency sweep,
+timed at the site, next to the same engine over its local API."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from byoa_skills.site_demo import start_site
+
+from ..clips import LABELS, mix, skill_body
+from ..context import Context, Skip
+from ..load import by_clip, sweep
+from . import enginerun
+
+NAME = "link"
+TITLE = "Direct link, site to wallet"
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """The direct link's figures with the run's engine."""
+    workers, _ = enginerun.engine_layout(ctx, "cpu")
+    levels = ctx.sweep(workers)
+    ctx.reporter.start(NAME, ctx.settings.rounds * (len(LABELS) + len(levels)))
+    engine = enginerun.running(ctx, "cpu")
+    inputs = {label: skill_body(ctx.clips[label]) for label in LABELS}
+
+    async def go() -> dict[str, Any]:
+        runner, _, demo = await start_site(host="localhost")
+        try:
+            session, link = demo.new_code("127.0.0.1")
+            headers = {"Authorization": f"Bearer {engine.token}"}
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(
+                    f"{engine.url}/v1/links",
+                    json={"link": link, "decision": "allow"},
+                    headers=headers,
+                ) as response,
+            ):
+                answer = await response.json()
+            if not answer.get("ok"):
+                raise Skip(f"the engine did not take the link: {answer.get('code')}")
+
+            async def call(label: str) -> float:
+                began = asyncio.get_running_loop().time()
+                body = inputs[label]
+                result = await demo.call(session, "audio.transcribe", body["input"],
+                                         body["params"], timeout=120)  # fmt: skip
+                if result is None:
+                    raise RuntimeError("the wallet gave no answer over the direct link")
+                return asyncio.get_running_loop().time() - began
+
+            ctx.reporter.step("latency by clip length")
+            latency = await by_clip(call, LABELS, ctx.settings.repeats, ctx.settings.rounds,
+                                    ctx.reporter.advance)  # fmt: skip
+            ctx.reporter.step(f"concurrency sweep {list(levels)}")
+            levels_out = await sweep(call, mix(ctx.clips, ctx.settings.calls), levels,
+                                     ctx.settings.rounds, ctx.reporter.advance)  # fmt: skip
+            limit = demo.connections[0].max_parallel_calls if demo.connections else None
+        finally:
+            await demo.close()
+            await runner.cleanup()
+        return {"latency_s": latency, "sweep": [level.to_dict() for level in levels_out],
+                "max_parallel_calls": limit}  # fmt: skip
+
+    figures = asyncio.run(go())
+    top = max(figures["sweep"], key=lambda level: level["throughput"])
+    figures["best_throughput"] = top["throughput"]
+    figures["best_concurrency"] = top["concurrency"]
+    return figures

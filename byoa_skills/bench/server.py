@@ -1,0 +1,178 @@
+"""A ``byoa-skills serve`` process on a free loopback port, and a client that times calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid`` in MiB (``VmRSS`` in /proc/PID/status); 0 if gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+@dataclass
+class Timed:
+    """One answered call: the client's wait, and the engine's queue and model time (seconds)."""
+
+    waited: float
+    queue: float
+    infer: float
+
+    @property
+    def overhead(self) -> float:
+        """Seconds of the wait spent outside the queue and the model: HTTP, JSON, base64, WAV."""
+        return self.waited - self.queue - self.infer
+
+
+def parse_server_timing(header: str) -> dict[str, float]:
+    """``"queue;dur=1.5, infer;dur=900"`` → ``{"queue": 0.0015, "infer": 0.9}`` (seconds)."""
+    timing: dict[str, float] = {}
+    for part in header.split(","):
+        name, _, rest = part.strip().partition(";")
+        for parameter in rest.split(";"):
+            key, _, value = parameter.strip().partition("=")
+            if key == "dur":
+                timing[name.strip()] = float(value) / 1000
+    return timing
+
+
+@dataclass
+class EngineProcess:
+    """A running ``serve``: its process, port, token and log."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    token: str
+    log: Path
+    started: float
+
+    @property
+    def url(self) -> str:
+        """Base URL of the local API."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def ready(self) -> tuple[bool, list[int]]:
+        """``(ready, worker pids)`` from GET /ready."""
+        try:
+            with urllib.request.urlopen(self.url + "/ready", timeout=10) as response:
+                body = json.loads(response.read())
+                return bool(body.get("ready")), [int(p) for p in body.get("workers", [])]
+        except (urllib.error.URLError, OSError, ValueError):
+            return False, []
+
+    def wait_ready(self, timeout: float = 600) -> float:
+        """Wait for /ready to answer 200; the seconds from the process start to then."""
+        limit = time.monotonic() + timeout
+        while time.monotonic() < limit:
+            if self.process.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"byoa-skills serve ended early:\n{tail}")
+            if self.ready()[0]:
+                return time.perf_counter() - self.started
+            time.sleep(0.05)
+        raise RuntimeError(f"byoa-skills serve was not ready after {timeout:.0f} s")
+
+    def workers(self) -> list[int]:
+        """Worker pids (empty while not ready)."""
+        return self.ready()[1]
+
+    def stop(self) -> int:
+        """SIGTERM (drain), then SIGKILL after 60 s; the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.wait()
+
+    async def call(self, session: aiohttp.ClientSession, body: bytes) -> Timed:
+        """POST one ``audio.transcribe`` call (``body`` is its JSON); raises on a refusal."""
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        began = time.perf_counter()
+        async with session.post(
+            f"{self.url}/v1/skills/audio.transcribe", data=body, headers=headers
+        ) as response:
+            answer = await response.json(content_type=None)
+        waited = time.perf_counter() - began
+        if response.status != 200 or not answer.get("ok"):
+            raise RuntimeError(f"call refused: {response.status} {answer}")
+        timing = parse_server_timing(response.headers.get("Server-Timing", ""))
+        return Timed(waited, timing.get("queue", 0.0), timing.get("infer", 0.0))
+
+
+def start_engine(
+    home: Path,
+    model: str,
+    *,
+    workers: int,
+    threads: int = 1,
+    device: str = "cpu",
+    log_name: str = "serve.log",
+    extra: tuple[str, ...] = (),
+) -> EngineProcess:
+    """Start ``byoa-skills serve`` with ``BYOA_SKILLS_HOME=home`` and a fresh token; returns at
+    once (see :meth:`EngineProcess.wait_ready`)."""
+    port = free_port()
+    token = secrets.token_hex(16)
+    log = home / log_name
+    # the developer switch lets the engine take the reference site's ws://localhost link
+    env = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": token,
+           "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "byoa_skills",
+        "serve",
+        "--port",
+        str(port),
+        "--model",
+        model,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--device",
+        device,
+        "--log-level",
+        "warning",
+        *extra,
+    ]
+    started = time.perf_counter()
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=log_file, env=env, start_new_session=True
+        )
+    return EngineProcess(process, port, token, log, started)
+
+
+def json_body(body: Any) -> bytes:
+    """The JSON bytes of a call's body."""
+    return json.dumps(body).encode()

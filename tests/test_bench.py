@@ -1,0 +1,231 @@
+"""byoa-bench: its statistics, protocol client and comparison, and one tiny run of every
+scenario whose report is checked for structure and consistency (never for speed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from byoa_skills.bench import cli, compare, plots
+from byoa_skills.bench.scenarios import names
+from byoa_skills.bench.server import parse_server_timing
+from byoa_skills.bench.stats import spread_of, summarize
+from byoa_skills.bench.wyoming import encode_event, read_event
+
+STAT_KEYS = {"min", "p50", "p95", "p99", "max"}
+
+
+def test_summarize_orders_percentiles_and_measures_spread() -> None:
+    stats = summarize([3.0, 1.0, 2.0, 10.0], [[1.0, 2.0], [3.0, 10.0]])
+    assert stats.min <= stats.p50 <= stats.p95 <= stats.p99 <= stats.max
+    assert (stats.n, stats.min, stats.max, stats.mean) == (4, 1.0, 10.0, 4.0)
+    assert stats.spread == pytest.approx((6.5 - 1.5) / 4.0)
+    assert summarize([2.0, 2.0]).spread == 0.0
+    assert spread_of([1.0]) == 0.0 and spread_of([1.0, 2.0, 3.0]) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_server_timing_header_is_read_in_seconds() -> None:
+    assert parse_server_timing("queue;dur=1.5, infer;dur=900") == {
+        "queue": 0.0015,
+        "infer": 0.9,
+    }
+    assert parse_server_timing("") == {}
+
+
+def test_wyoming_events_round_trip() -> None:
+    async def go() -> list[tuple[str, dict[str, Any], bytes]]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(encode_event("transcribe", {"language": "en"}))
+        reader.feed_data(encode_event("audio-chunk", {"rate": 16000}, b"\x01\x02" * 10))
+        reader.feed_data(encode_event("audio-stop"))
+        reader.feed_eof()
+        return [await read_event(reader) for _ in range(3)]
+
+    first, chunk, stop = asyncio.run(go())
+    assert first == ("transcribe", {"language": "en"}, b"")
+    assert chunk == ("audio-chunk", {"rate": 16000}, b"\x01\x02" * 10)
+    assert stop == ("audio-stop", {}, b"")
+    header = json.loads(encode_event("audio-chunk", {"a": 1}, b"xy").split(b"\n")[0])
+    assert header["data_length"] == len(b'{"a": 1}') and header["payload_length"] == 2
+
+
+def _doc(**values: float) -> dict[str, Any]:
+    return {
+        "headline": {
+            key: {
+                "value": v,
+                "unit": "x",
+                "better": "higher" if "put" in key else "lower",
+                "label": key,
+            }
+            for key, v in values.items()
+        }
+    }
+
+
+def test_compare_states_each_change_and_its_direction() -> None:
+    rows = {
+        r["key"]: r
+        for r in compare.changes(
+            _doc(throughput=2.0, latency=1.0, gone=1.0), _doc(throughput=3.0, latency=1.5, new=1.0)
+        )
+    }
+    assert rows["throughput"]["change"] == pytest.approx(0.5) and rows["throughput"]["better"]
+    assert rows["latency"]["change"] == pytest.approx(0.5) and rows["latency"]["better"] is False
+    assert rows["gone"]["new"] is None and rows["new"]["old"] is None
+    assert "| throughput | x | 2 | 3 | +50.0% |" in compare.markdown(list(rows.values()))
+
+
+def test_unknown_scenario_is_refused(tmp_path: Path) -> None:
+    assert cli.main(["--out", str(tmp_path), "nonsense"]) == 2
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every scenario once, with ``tiny.en``, few calls and a sweep of 1 and 2."""
+    out = tmp_path_factory.mktemp("bench-out")
+    code = cli.main(
+        [
+            "--quick",
+            "--model",
+            "tiny.en",
+            "--calls",
+            "3",
+            "--repeats",
+            "1",
+            "--sweep",
+            "1,2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    yield out, json.loads((out / "results.json").read_text())
+
+
+def _stats(node: Any) -> Iterator[dict[str, float]]:
+    if isinstance(node, dict):
+        if node.keys() >= STAT_KEYS:
+            yield node
+        for value in node.values():
+            yield from _stats(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _stats(value)
+
+
+@pytest.mark.slow
+def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any]]) -> None:
+    out, results = tiny_run
+    scenarios = results["scenarios"]
+    assert list(scenarios) == names()
+    assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
+    for name in ("wav", "direct", "cold", "engine", "memory", "link"):
+        assert scenarios[name]["status"] == "ok", scenarios[name]
+    if results["machine"]["gpu"]["cuda_devices"] == 0:
+        assert scenarios["gpu"]["status"] == "skipped" and "GPU" in scenarios["gpu"]["reason"]
+
+    machine = results["machine"]
+    assert machine["cores"] >= 1 and machine["cpu"]
+    assert {"numpy", "ctranslate2", "faster-whisper", "onnxruntime", "aiohttp"} <= set(
+        machine["libraries"]
+    )
+    assert results["model"]["name"] == "tiny.en"
+    assert all(len(f["sha256"]) == 64 for f in results["model"]["files"])
+    assert results["decode_options"]["beam_size"] >= 1
+
+    found = list(_stats(results["scenarios"]))
+    assert len(found) > 20
+    for stats in found:
+        assert 0 < stats["min"] <= stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"]
+        assert stats["spread"] >= 0
+
+    direct = scenarios["direct"]
+    assert set(direct["layouts"]) == {
+        f"{p}x{machine['cores'] // p}"
+        for p in range(1, machine["cores"] + 1)
+        if machine["cores"] % p == 0
+    }
+    assert direct["best_throughput"] == max(x["throughput"] for x in direct["layouts"].values())
+
+    engine = scenarios["engine"]
+    assert engine["vs_direct_best"] == pytest.approx(
+        engine["best_throughput"] / direct["best_throughput"]
+    )
+    for label in ("1s", "5s", "15s"):
+        assert engine["overhead_ms"][label]["p50"] > 0
+        # the engine's own timing is part of the client's wait
+        assert engine["infer_s"][label]["p50"] < engine["latency_s"][label]["p50"]
+    sweeps = [engine["sweep"], scenarios["peer"]["sweep"], scenarios["link"]["sweep"]]
+    for sweep in sweeps:
+        assert [level["concurrency"] for level in sweep] == [1, 2]
+        for level in sweep:
+            in_flight = level["throughput"] * level["latency_s"]["mean"]  # Little's law
+            assert 0.2 * level["concurrency"] < in_flight <= 1.1 * level["concurrency"]
+
+    cold = scenarios["cold"]
+    assert cold["first_vs_warm"] == pytest.approx(
+        cold["first_call_s"]["p50"] / cold["warm_median_s"]
+    )
+    memory = scenarios["memory"]
+    assert len(memory["worker_rss_mib"]) == machine["cores"]
+    assert all(v > 0 for v in memory["worker_rss_mib"].values()) and memory["front_rss_mib"] > 0
+
+    assert scenarios["peer"]["status"] == "ok", scenarios["peer"]  # the dev extra installs it
+    assert scenarios["peer"]["texts"]["5s"].strip()
+    assert "engine_vs_peer_c2" in results["headline"]
+    link = scenarios["link"]
+    assert link["max_parallel_calls"] == 8
+    assert all(link["latency_s"][label]["p50"] > 0 for label in ("1s", "5s", "15s"))
+
+    headline = results["headline"]
+    for key in (
+        "direct_best_throughput",
+        "engine_throughput",
+        "engine_vs_direct_best",
+        "engine_overhead_1s_p50_ms",
+        "first_call_s",
+        "warm_median_s",
+        "worker_rss_max_mib",
+    ):
+        assert headline[key]["value"] > 0
+    report = (out / "report.md").read_text()
+    assert "## Engine over the local API (`engine`)" in report
+    assert "## Direct link, site to wallet (`link`)" in report
+    assert plots.available()  # the dev extra installs matplotlib
+    for name in ("concurrency.png", "latency-by-clip.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_compare_prints_changes_against_an_earlier_run(
+    tiny_run: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, _ = tiny_run
+    code = cli.main(
+        [
+            "--quick",
+            "--model",
+            "tiny.en",
+            "--no-plots",
+            "--out",
+            str(tmp_path),
+            "--compare",
+            str(old / "results.json"),
+            "wav",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Against the earlier run" in printed and "15 s clip from bytes" in printed
+    assert "## Against the earlier run" in (tmp_path / "report.md").read_text()
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert list(results["scenarios"]) == ["wav"]
+    assert not (tmp_path / "concurrency.png").exists()
