@@ -183,6 +183,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert "engine_vs_peer_c2" in results["headline"]
     link = scenarios["link"]
     assert link["max_parallel_calls"] == 8
+    assert results["headline"]["link_throughput"]["value"] > 0
     assert all(link["latency_s"][label]["p50"] > 0 for label in ("1s", "5s", "15s"))
 
     headline = results["headline"]

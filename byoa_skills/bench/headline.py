@@ -90,6 +90,13 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
                         "higher",
                         f"engine / peer throughput at concurrency {c}",
                     )
+    if link := _ok(results, "link"):
+        out["link_throughput"] = _figure(
+            link["best_throughput"], "clips/s", "higher", "direct link throughput, best level"
+        )
+        out["link_latency_1s_p50_s"] = _figure(
+            link["latency_s"]["1s"]["p50"], "s", "lower", "direct link latency 1s, p50"
+        )
     if gpu := _ok(results, "gpu"):
         out["gpu_throughput"] = _figure(
             gpu["best_throughput"], "clips/s", "higher", "engine on CUDA, best level"

@@ -12,9 +12,14 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 
 class AddressRefused(Exception):
-    """The endpoint's name resolves to nothing the wallet may connect to."""
+    """The endpoint's name resolves to nothing the wallet may connect to; ``unresolved`` when
+    it resolves to nothing at all (which may pass), rather than to refused addresses."""
 
     code = "endpoint-private-address"
+
+    def __init__(self, message: str, *, unresolved: bool = False) -> None:
+        super().__init__(message)
+        self.unresolved = unresolved
 
 
 def is_public(address: str) -> bool:
@@ -34,7 +39,9 @@ async def resolve_public(host: str, port: int, *, allow_loopback: bool = False) 
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as error:
-        raise AddressRefused(f"{host} does not resolve: {error.strerror or error}") from None
+        raise AddressRefused(
+            f"{host} does not resolve: {error.strerror or error}", unresolved=True
+        ) from None
     for family, _, proto, _, sockaddr in infos:
         address = str(sockaddr[0])
         loopback = ipaddress.ip_address(address.split("%", 1)[0]).is_loopback

@@ -117,8 +117,10 @@ class DirectLink:
                 if self.shim.sites.state(session.origin) != "active":
                     reason = "site-not-active"
                     break
+                if session.welcomed.is_set():  # it had come back: start the schedule again
+                    attempt = 0
                 delay = self.schedule[min(attempt, len(self.schedule) - 1)]
-                attempt = 0 if session.welcomed.is_set() else attempt + 1
+                attempt += 1
                 session.welcomed.clear()
                 log.info("event=link-reconnect origin=%s in_s=%g", session.origin, delay)
                 await asyncio.sleep(delay)
@@ -140,7 +142,12 @@ class DirectLink:
     async def _connect_once(self) -> str:
         check = self.session.check
         allow_loopback = self.dev_local and check.host == "localhost"
-        address = await resolve_public(check.host, check.port, allow_loopback=allow_loopback)
+        try:
+            address = await resolve_public(check.host, check.port, allow_loopback=allow_loopback)
+        except AddressRefused as refused:
+            if refused.unresolved:  # the name does not resolve now: like a drop
+                return "dropped"
+            raise
         connector = aiohttp.TCPConnector(resolver=PinnedResolver(address), use_dns_cache=False)
         async with aiohttp.ClientSession(
             connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
