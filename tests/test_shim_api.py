@@ -73,7 +73,12 @@ def test_a_grant_is_taken_and_released(engine: Engine) -> None:
     })  # fmt: skip
     assert status == 200
     assert answer["skills"] == ["audio.transcribe", "text.generate"]
-    assert answer["limits"] == {"maxClipSeconds": 12, "maxParallelCalls": 3, "maxCallSeconds": 120}
+    assert answer["limits"] == {  # in force: the stricter of manifest and grant
+        "maxClipSeconds": 12,
+        "maxCallsPerMinute": 40,
+        "maxParallelCalls": 3,
+        "maxCallSeconds": 120,
+    }
     grant_id = answer["grantId"]
     assert call(engine, grant_id, "audio.transcribe", HELLO, language="en")[0] == 200
     assert request(engine, "DELETE", f"/v1/grants/{grant_id}") == (200, {"ok": True})
