@@ -1,7 +1,7 @@
 """The shim's own cost per call: the gate (reference check + record), and a whole call through
 the shim with a model that answers at once (so only the shim's work is timed).
 
-    pytest tests/benchmarks/test_shim_speed.py --benchmark-enable
+    pytest benchmarks/test_shim_speed.py --benchmark-enable
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from grants import GEO_MANIFEST, grant
 from speech import skill_input

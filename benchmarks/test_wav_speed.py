@@ -2,7 +2,7 @@
 
 Timed only with ``--benchmark-enable`` (the default run checks the results once):
 
-    pytest tests/benchmarks --benchmark-enable --benchmark-columns=min,median,mean,max,rounds
+    pytest benchmarks --benchmark-enable --benchmark-columns=min,median,mean,max,rounds
 """
 
 from __future__ import annotations
