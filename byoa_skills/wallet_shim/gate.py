@@ -18,12 +18,11 @@ from decimal import Decimal
 from typing import Any
 
 from bringyourownagent import DECISIONS, check_call
+from bringyourownagent.rules import RATE_WINDOW_MS
 
 from .grants import Grant
 from .timestamps import rfc3339
 
-#: The reference rules' rate window, in milliseconds.
-RATE_WINDOW_MS = 60_000
 _SEVERITY = {decision: rank for rank, decision in enumerate(DECISIONS)}
 
 #: ``ask_hook(grant, call, reasons)``: whether the visitor approves a call the gate would ask

@@ -13,7 +13,7 @@ from typing import Any
 
 from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
-from .limits import SHIM_LIMITS, ShimLimits, effective_limits, problems_in
+from .limits import SHIM_LIMITS, ShimLimits, effective_limits, problems_in, stricter
 from .timestamps import rfc3339
 
 #: Grant fields the shim reads itself and removes before the reference gate sees the grant.
@@ -84,7 +84,7 @@ class Grant:
         limits = {
             name: value
             for name in KNOWN_LIMITS
-            if (value := _stricter(manifest_limits, self.reference.get("limits"), name)) is not None
+            if (value := stricter(manifest_limits, self.reference.get("limits"), name)) is not None
         }
         limits.update(self.limits.to_json())
         summary: dict[str, Any] = {
@@ -135,16 +135,8 @@ def build_grant(origin: str, manifest: Any, grant: Any, now_ms: int) -> Grant:
         limits=effective_limits(manifest_limits, shim_limits),
         models=dict(models or {}),
         currency=reference["budget"]["perSession"].split()[-1],
-        rate_limit=_stricter(manifest_limits, reference.get("limits"), "maxCallsPerMinute"),
+        rate_limit=stricter(manifest_limits, reference.get("limits"), "maxCallsPerMinute"),
     )
-
-
-def _stricter(manifest_limits: Any, grant_limits: Any, name: str) -> Any:
-    values = [
-        limits[name] for limits in (manifest_limits, grant_limits)
-        if isinstance(limits, dict) and limits.get(name) is not None
-    ]  # fmt: skip
-    return min(values) if values else None
 
 
 def _split(grant: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Any]:

@@ -67,20 +67,22 @@ def problems_in(limits: Any, base_path: str) -> list[dict[str, str]]:
     return found
 
 
+def stricter(manifest_limits: Any, grant_limits: Any, name: str) -> Any:
+    """The smaller of the manifest's and the grant's value of limit ``name``, or None when
+    neither states it (both limits objects already checked)."""
+    values = [
+        limits[name]
+        for limits in (manifest_limits, grant_limits)
+        if isinstance(limits, dict) and limits.get(name) is not None
+    ]
+    return min(values) if values else None
+
+
 def effective_limits(manifest_limits: Any, grant_limits: Any) -> ShimLimits:
     """The stricter of the manifest's and the grant's value of each limit (both valid)."""
-
-    def stricter(name: str) -> Any:
-        values = [
-            source[name]
-            for source in (manifest_limits, grant_limits)
-            if isinstance(source, dict) and name in source
-        ]
-        return min(values) if values else None
-
-    parallel = stricter("maxParallelCalls")
-    seconds = stricter("maxCallSeconds")
-    tokens = stricter("maxAnswerTokens")
+    parallel = stricter(manifest_limits, grant_limits, "maxParallelCalls")
+    seconds = stricter(manifest_limits, grant_limits, "maxCallSeconds")
+    tokens = stricter(manifest_limits, grant_limits, "maxAnswerTokens")
     return ShimLimits(
         max_parallel_calls=DEFAULT_MAX_PARALLEL_CALLS if parallel is None else int(parallel),
         max_call_seconds=min(WALLET_CALL_SECONDS, float(seconds or WALLET_CALL_SECONDS)),

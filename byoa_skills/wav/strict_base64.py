@@ -17,11 +17,6 @@ from .errors import WavError
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 
-def decoded_size_bound(text_length: int) -> int:
-    """The most bytes a canonical base64 text of ``text_length`` characters decodes to."""
-    return text_length // 4 * 3
-
-
 def encoded_length(byte_count: int) -> int:
     """The length of the canonical base64 text of ``byte_count`` bytes."""
     return (byte_count + 2) // 3 * 4
