@@ -12,22 +12,32 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.pool import CallFailure, WorkerPool
+from byoa_skills.runtimes.text import ChunkHook, TextCall, TextFailure, TextRuntime
 from byoa_skills.wav import MAX_CLIP_SECONDS, Clip, WavError, clip_from_skill_input
 
 log = logging.getLogger("byoa_skills.calls")
 
 AUDIO_TRANSCRIBE = "audio.transcribe"
 TEXT_GENERATE = "text.generate"
-#: The skills the wallet 0.1 knows. ``text.generate`` is refused as unavailable here.
+#: The skills the wallet 0.1 knows.
 KNOWN_SKILLS = (AUDIO_TRANSCRIBE, TEXT_GENERATE)
 #: A call may ask for a deadline of at most this many seconds (the wallet's own limit).
 MAX_DEADLINE_SECONDS = 120.0
 #: What a local model costs a site: nothing, said the way receipts say it.
 LOCAL_RECEIPT = {"cost": "0.000 USD", "provider": "local"}
+#: The most text a ``text.generate`` call may carry, in code points (a grant may say less).
+MAX_TEXT_CHARS = 100_000
+#: The longest answer a call may ask for, in tokens (a grant may say less).
+MAX_ANSWER_TOKENS = 8192
+#: The answer's length when neither the call nor the grant bounds it, in tokens.
+DEFAULT_ANSWER_TOKENS = 512
+#: The most alternative answers one call may ask for.
+MAX_CHOICES = 4
 
 _LANGUAGE = re.compile(r"[a-z]{2,3}")
 _ROLES = ("system", "user", "assistant")
@@ -66,6 +76,15 @@ class CallResult:
         return body
 
 
+def chunk_frame(call_id: Any, choice: int, text: str) -> dict[str, Any]:
+    """The frame that carries one piece of a streamed answer before its ``result``;
+    ``choice`` is named only for the alternatives after the first."""
+    frame: dict[str, Any] = {"type": "chunk", "id": call_id, "text": text}
+    if choice:
+        frame["choice"] = choice
+    return frame
+
+
 @dataclass(frozen=True)
 class PreparedCall:
     """A call whose input and params passed their checks, with what the engine measured of
@@ -76,6 +95,11 @@ class PreparedCall:
     deadline: float | None = None
     clip: Clip | None = None
     text_chars: int | None = None
+    #: The messages of a text call, as checked.
+    messages: list[dict[str, str]] | None = None
+    #: The model that must answer a text call (``SOURCE/MODEL``), once a grant's code is
+    #: resolved; without it, ``params.model`` or the default model.
+    model: str | None = None
 
     @property
     def clip_seconds(self) -> float | None:
@@ -87,24 +111,37 @@ class SkillEngine:
     """Answers skill calls: checks input and params, then runs the skill on the pool."""
 
     def __init__(
-        self, pool: WorkerPool, on_call: Callable[[str, str, float, float], None] | None = None
+        self,
+        pool: WorkerPool | None,
+        on_call: Callable[[str, str, float, float], None] | None = None,
+        text: TextRuntime | None = None,
     ) -> None:
-        """``on_call(skill, outcome, seconds, audio_seconds)`` is told of every answer."""
+        """``on_call(skill, outcome, seconds, audio_seconds)`` is told of every answer. Without
+        a ``pool`` audio calls are unavailable; without ``text``, text calls are."""
         self.pool = pool
+        self.text = text
         self._on_call = on_call
 
     @property
     def ready(self) -> bool:
         """Whether calls can be answered now."""
-        return self.pool.ready
+        return self.pool.ready if self.pool is not None else True
 
     async def call(
-        self, skill: Any, skill_input: Any, params: Any = None, deadline: Any = None
+        self,
+        skill: Any,
+        skill_input: Any,
+        params: Any = None,
+        deadline: Any = None,
+        on_chunk: ChunkHook | None = None,
     ) -> CallResult:
-        """Answer one call; any bad part of it gives a refusal with its code."""
+        """Answer one call; any bad part of it gives a refusal with its code. A text call
+        with ``params.stream`` hands the answer's pieces to ``on_chunk`` as they come."""
         began = time.monotonic()
         prepared = self.prepare(skill, skill_input, params, deadline)
-        result = prepared if isinstance(prepared, CallResult) else await self.run(prepared)
+        result = (
+            prepared if isinstance(prepared, CallResult) else await self.run(prepared, on_chunk)
+        )
         self.report(skill, result, time.monotonic() - began)
         return result
 
@@ -123,29 +160,37 @@ class SkillEngine:
                 "bad-params", f"deadlineSeconds must be a number in (0, {MAX_DEADLINE_SECONDS:g}]"
             )
         if skill == TEXT_GENERATE:
-            chars = text_chars(skill_input)
-            if chars is None:
+            try:
+                messages = checked_messages(skill_input)
+                check_text_params(params)
+            except TextFailure as refusal:
+                return CallResult.refused(refusal.code, refusal.message)
+            chars = sum(len(message["content"]) for message in messages)
+            if chars > MAX_TEXT_CHARS:
                 return CallResult.refused(
-                    "bad-input", "input.messages must be a non-empty list of {role, content}"
+                    "text-too-long", f"{chars} characters; the engine takes {MAX_TEXT_CHARS}"
                 )
-            return PreparedCall(skill, params, deadline, text_chars=chars)
+            return PreparedCall(skill, params, deadline, text_chars=chars, messages=messages)
         language = params.get("language")
         if language is not None and not (
             isinstance(language, str) and _LANGUAGE.fullmatch(language)
         ):
             return CallResult.refused("bad-params", "language must be a code such as 'en' or 'ru'")
         try:
-            if language is not None:
+            if language is not None and self.pool is not None:
                 require_language(self.pool.config.model_name, language)
             clip = clip_from_skill_input(skill_input, max_seconds=MAX_CLIP_SECONDS)
         except (WavError, ModelError) as refusal:
             return CallResult.refused(refusal.code, refusal.message)
         return PreparedCall(skill, params, deadline, clip=clip)
 
-    async def run(self, call: PreparedCall) -> CallResult:
-        """Run a prepared call on its skill's runtime."""
-        if call.skill == TEXT_GENERATE or call.clip is None:
-            return CallResult.refused("skill-unavailable", "no text source is set up")
+    async def run(self, call: PreparedCall, on_chunk: ChunkHook | None = None) -> CallResult:
+        """Run a prepared call on its skill's runtime; ``on_chunk`` gets a streamed text
+        answer's pieces when the call asked for ``stream``."""
+        if call.skill == TEXT_GENERATE:
+            return await self._generate(call, on_chunk if call.params.get("stream") else None)
+        if call.clip is None or self.pool is None:
+            return CallResult.refused("skill-unavailable", "no speech model runs here")
         clip = call.clip
         try:
             answer = await self.pool.transcribe(clip, call.params.get("language"), call.deadline)
@@ -167,6 +212,43 @@ class SkillEngine:
             },
         )
 
+    async def _generate(self, call: PreparedCall, on_chunk: ChunkHook | None) -> CallResult:
+        if self.text is None or call.messages is None:
+            return CallResult.refused("skill-unavailable", "no text sources are set up")
+        request = TextCall(
+            model=call.model or call.params.get("model"),
+            messages=call.messages,
+            max_tokens=call.params.get("maxTokens", DEFAULT_ANSWER_TOKENS),
+            choices=call.params.get("choices", 1),
+            temperature=call.params.get("temperature"),
+            deadline=call.deadline or MAX_DEADLINE_SECONDS,
+        )
+        facts: dict[str, float | str] = {"text_chars": call.text_chars or 0}
+        try:
+            answer = await self.text.generate(request, on_chunk)
+        except TextFailure as failure:
+            return CallResult(ok=False, code=failure.code, message=failure.message, facts=facts)
+        output: dict[str, Any] = {"text": answer.texts[0]}
+        if request.choices > 1:
+            output["choices"] = answer.texts
+        facts.update(model=answer.model, tokens=answer.completion_tokens)
+        if answer.first_piece_seconds is not None:
+            facts["first_ms"] = round(answer.first_piece_seconds * 1000, 1)
+        receipt = {"cost": f"{format(answer.cost, 'f')} USD", "provider": answer.provider}
+        if not answer.cost:
+            receipt["cost"] = "0.000 USD"
+        return CallResult(ok=True, output=output, receipt=receipt, facts=facts)
+
+    async def price(self, call: PreparedCall) -> tuple[str, Decimal]:
+        """The provider kind and the worst-case cost of a prepared call: a local Whisper
+        call costs nothing; a text call costs what its source's listed prices say."""
+        if call.skill != TEXT_GENERATE or self.text is None:
+            return "local-model", Decimal(0)
+        return await self.text.estimate(
+            call.model or call.params.get("model"), call.text_chars or 0,
+            call.params.get("maxTokens", DEFAULT_ANSWER_TOKENS), call.params.get("choices", 1),
+        )  # fmt: skip
+
     def report(self, skill: Any, result: CallResult, seconds: float) -> None:
         """Log one answered call (never its audio or text) and count it in the metrics."""
         name = skill if skill in KNOWN_SKILLS else "unknown"
@@ -177,21 +259,56 @@ class SkillEngine:
             self._on_call(name, outcome, seconds, float(result.facts.get("clip_s", 0.0)))
 
 
-def text_chars(skill_input: Any) -> int | None:
-    """The length in Unicode code points of all the messages' contents, or None when
-    ``input.messages`` is not a non-empty list of ``{role, content}`` with a known role."""
+def checked_messages(skill_input: Any) -> list[dict[str, str]]:
+    """``input.messages`` as plain ``{role, content}`` pairs, or :class:`TextFailure`:
+    ``bad-messages`` when it is not a non-empty list of objects with a string content,
+    ``unknown-role`` for a role other than system, user and assistant."""
     messages = skill_input.get("messages") if isinstance(skill_input, dict) else None
     if not isinstance(messages, list) or not messages:
-        return None
-    total = 0
-    for message in messages:
-        if not isinstance(message, dict) or message.get("role") not in _ROLES:
-            return None
-        content = message.get("content")
-        if not isinstance(content, str):
-            return None
-        total += len(content)
-    return total
+        raise TextFailure("bad-messages", "input.messages must be a non-empty list")
+    checked = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise TextFailure("bad-messages", f"message {index} needs a string content")
+        role = message.get("role")
+        if role not in _ROLES:
+            raise TextFailure(
+                "unknown-role", f"message {index}: role must be system, user or assistant"
+            )
+        checked.append({"role": role, "content": message["content"]})
+    return checked
+
+
+def check_text_params(params: dict[str, Any]) -> None:
+    """Refuse text params of the wrong type or out of range (:class:`TextFailure`)."""
+    tokens = params.get("maxTokens")
+    if tokens is not None:
+        if not _is_count(tokens):
+            raise TextFailure("bad-params", "maxTokens must be a whole number from 1")
+        if tokens > MAX_ANSWER_TOKENS:
+            raise TextFailure(
+                "max-tokens-over-limit", f"maxTokens is {tokens}; the most is {MAX_ANSWER_TOKENS}"
+            )
+    choices = params.get("choices")
+    if choices is not None and not (_is_count(choices) and choices <= MAX_CHOICES):
+        raise TextFailure("bad-params", f"choices must be a whole number from 1 to {MAX_CHOICES}")
+    model = params.get("model")
+    if model is not None and not (isinstance(model, str) and 0 < len(model) <= 200):
+        raise TextFailure("bad-params", "model must be a model code such as 'm1'")
+    stream = params.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise TextFailure("bad-params", "stream must be true or false")
+    temperature = params.get("temperature")
+    if temperature is not None and not (
+        isinstance(temperature, (int, float))
+        and not isinstance(temperature, bool)
+        and 0 <= temperature <= 2
+    ):
+        raise TextFailure("bad-params", "temperature must be a number from 0 to 2")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _is_deadline(value: Any) -> bool:

@@ -3,7 +3,8 @@
 #
 #   scripts/bootstrap.sh models       the engine and its embedded models (base, tiny.en)
 #   scripts/bootstrap.sh dev,models   the same, plus what the tests need (sox, Node.js, a
-#                                     headless Chromium, pytest...)
+#                                     headless Chromium, a C++ compiler for
+#                                     llama.cpp's server, pytest...)
 #
 # System tools come from the distribution's packages (apt-get, as root or through sudo);
 # everything else from PyPI into the virtual environment.
@@ -15,6 +16,7 @@ missing=""
 case ",$extras," in *,dev,*)
     command -v sox >/dev/null 2>&1 || missing="$missing sox"
     command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    command -v g++ >/dev/null 2>&1 || missing="$missing g++"
     command -v chromium-headless-shell >/dev/null 2>&1 || missing="$missing chromium-headless-shell" ;;
 esac
 if [ -n "$missing" ]; then

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from engine import Engine, start_engine
+from llama import LlamaServer, start_llama
 
 from byoa_skills.models import ensure_model
 
@@ -29,3 +30,13 @@ def engine(engine_home: Path) -> Iterator[Engine]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """llama.cpp's server with SmolLM2-135M-Instruct on loopback, one thread."""
+    server = start_llama(tmp_path_factory.mktemp("llama") / "llama.log")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -27,6 +27,7 @@ def audio(data: bytes | str, mime: str = "audio/wav") -> dict[str, object]:
     return {"audio": {"mime": mime, "base64": text}}
 
 
+HI = {"messages": [{"role": "user", "content": "Hi"}]}
 # (skill, body, expected code, expected HTTP status)
 BAD_CALLS = [
     ("audio.transcribe", {"input": audio(STEREO)}, "not-mono", 400),
@@ -56,14 +57,21 @@ BAD_CALLS = [
     ("audio.transcribe", {"input": audio(JFK), "deadlineSeconds": "soon"}, "bad-params", 400),
     ("audio.transcribe", {"input": audio(JFK), "deadlineSeconds": 121}, "bad-params", 400),
     ("image.generate", {"input": {}}, "unknown-skill", 404),
-    ("text.generate", {"input": {"messages": []}}, "bad-input", 400),
-    (
-        "text.generate",
-        {"input": {"messages": [{"role": "user", "content": "Hi"}]}},
-        "skill-unavailable",
-        503,
-    ),
-]
+    ("text.generate", {"input": {"messages": []}}, "bad-messages", 400),
+    ("text.generate", {"input": {"messages": [{"role": "user"}]}}, "bad-messages", 400),
+    ("text.generate", {"input": {"messages": [{"role": "tool", "content": "x"}]}},
+     "unknown-role", 400),
+    ("text.generate", {"input": {"messages": [{"role": "user", "content": "x" * 100_001}]}},
+     "text-too-long", 400),
+    ("text.generate", {"input": HI, "params": {"maxTokens": 8193}}, "max-tokens-over-limit", 400),
+    ("text.generate", {"input": HI, "params": {"maxTokens": 0}}, "bad-params", 400),
+    ("text.generate", {"input": HI, "params": {"choices": 5}}, "bad-params", 400),
+    ("text.generate", {"input": HI, "params": {"stream": "yes"}}, "bad-params", 400),
+    ("text.generate", {"input": HI, "params": {"temperature": 3}}, "bad-params", 400),
+    ("text.generate", {"input": HI, "params": {"model": 7}}, "bad-params", 400),
+    ("text.generate", {"input": HI}, "model-required", 400),
+    ("text.generate", {"input": HI, "params": {"model": "nowhere/x"}}, "unknown-source", 400),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("skill", "body", "code", "status"), BAD_CALLS,

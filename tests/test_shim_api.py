@@ -161,7 +161,7 @@ def test_text_too_long_counts_code_points(engine: Engine) -> None:
     status, answer = call(engine, grant_id, "text.generate", messages("ёжик" * 3))  # 12
     assert (status, answer["code"]) == (403, "text-too-long")
     status, answer = call(engine, grant_id, "text.generate", messages("ёжик" * 2))  # 8
-    assert answer["code"] == "skill-unavailable"  # passed the gate; no text source here
+    assert answer["code"] == "model-required"  # it passed the gate; no model is named
 
 
 def test_the_rate_limit(engine: Engine) -> None:
@@ -200,7 +200,7 @@ def test_models_and_answer_tokens(engine: Engine) -> None:
     answer = call(engine, grant_id, "text.generate", messages("Hi"), model="m1", maxTokens=51)[1]
     assert answer["code"] == "answer-tokens-exceeded"
     answer = call(engine, grant_id, "text.generate", messages("Hi"), model="m1", maxTokens=50)[1]
-    assert answer["code"] == "skill-unavailable"
+    assert answer["code"] == "unknown-source"  # the code's model was used: no such source
 
 
 def test_parallel_calls_beyond_the_limit_are_refused_at_once(engine: Engine) -> None:
@@ -231,7 +231,7 @@ def test_every_call_leaves_an_activity_entry_without_audio_or_text(engine: Engin
     assert [(e["kind"], e["outcome"]) for e in mine] == [
         ("grant", "ok"),
         ("call", "ok"),
-        ("call", "skill-unavailable"),
+        ("call", "model-required"),
     ]
     assert mine[1]["clipSeconds"] == pytest.approx(1.052, abs=0.01)
     assert mine[2]["textChars"] == len("a secret sentence")
@@ -241,7 +241,7 @@ def test_every_call_leaves_an_activity_entry_without_audio_or_text(engine: Engin
 def test_a_warning_runs_and_is_logged(engine: Engine) -> None:
     grant_id = new_grant(engine, warnIf={"sendsText": True})
     _, answer = call(engine, grant_id, "text.generate", messages("Hi"))
-    assert answer["code"] == "skill-unavailable"  # it passed the gate, with a warning
+    assert answer["code"] == "model-required"  # it passed the gate, with a warning
     assert f"event=gate-warn grant={grant_id} codes=text-sent" in engine.log.read_text()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from byoa_skills.pool import PoolConfig, WorkerPool, WorkerStartFailed, default_layout
+from byoa_skills.runtimes.text import TextRuntime
 from byoa_skills.serve.app import LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
@@ -113,7 +114,8 @@ async def serve(
     metrics = EngineMetrics()
     pool = WorkerPool(config, on_event=metrics.on_pool_event)
     metrics.watch_pool(pool)
-    engine = SkillEngine(pool, on_call=metrics.record_call)
+    text = TextRuntime()
+    engine = SkillEngine(pool, on_call=metrics.record_call, text=text)
     shim = WalletShim(engine, SiteStore(), ActivityLog())
     intake = LinkIntake(shim)
     runner = web.AppRunner(build_app(engine, metrics, token, shim, intake), access_log=None)
@@ -147,6 +149,7 @@ async def serve(
                 await starting
     finally:
         await intake.close()
+        await text.close()
         await pool.close()
         await runner.cleanup()
         log.info("event=stopped")

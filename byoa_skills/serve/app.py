@@ -17,7 +17,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from byoa_skills.skills import CallResult, SkillEngine
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills import CallResult, SkillEngine, chunk_frame
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.links import LinkIntake
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -49,6 +50,12 @@ _STATUS_BY_CODE = {
     "site-paused": 403,
     "site-blocked": 403,
     "site-unreadable": 403,
+    "source-down": 503,
+    "upstream-refused": 502,
+    "upstream-failed": 502,
+    "upstream-malformed": 502,
+    "upstream-error": 502,
+    "model-mismatch": 502,
 }
 #: Refusals decided by the visitor's grant (the gate's decision is blocked or ask).
 _GATE_STATUS = 403
@@ -132,7 +139,8 @@ async def _health(request: web.Request) -> web.Response:
 async def _ready(request: web.Request) -> web.Response:
     engine = request.app[ENGINE_KEY]
     if engine.ready:
-        return web.json_response({"ready": True, "workers": engine.pool.worker_pids()})
+        workers = engine.pool.worker_pids() if engine.pool is not None else []
+        return web.json_response({"ready": True, "workers": workers})
     return web.json_response({"ready": False}, status=503)
 
 
@@ -207,9 +215,11 @@ async def _call_over_http(request: web.Request) -> web.Response:
     return web.json_response(result.to_json(), status=status, headers=_server_timing(result))
 
 
-async def _call(app: web.Application, skill: Any, body: dict[str, Any]) -> CallResult:
+async def _call(
+    app: web.Application, skill: Any, body: dict[str, Any], on_chunk: ChunkHook | None = None
+) -> CallResult:
     """A call under its ``grantId`` through the shim, or without one: the wallet's own."""
-    args = (skill, body.get("input"), body.get("params"), body.get("deadlineSeconds"))
+    args = (skill, body.get("input"), body.get("params"), body.get("deadlineSeconds"), on_chunk)
     if "grantId" in body:
         return await app[SHIM_KEY].call(body["grantId"], *args)
     return await app[ENGINE_KEY].call(*args)
@@ -237,7 +247,10 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
                 await ws.send_str(json.dumps(frame))
 
     async def answer(frame: dict[str, Any]) -> None:
-        result = await _call(request.app, frame.get("skill"), frame)
+        async def chunk(choice: int, text: str) -> None:
+            await send(chunk_frame(frame["id"], choice, text))
+
+        result = await _call(request.app, frame.get("skill"), frame, chunk)
         await send({"type": "result", "id": frame["id"], **result.to_json()})
 
     try:

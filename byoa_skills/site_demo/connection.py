@@ -35,6 +35,8 @@ class WalletConnection:
         self.calls_sent = 0
         self.calls_refused = 0
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        #: The pieces of each streamed answer, by call id, in the order they came.
+        self.chunks: dict[int, list[str]] = {}
         self._sending = asyncio.Lock()
 
     @property
@@ -91,6 +93,12 @@ class WalletConnection:
         answer = self._pending.get(call_id)
         if answer is not None and not answer.done():
             answer.set_result(frame)
+
+    def take_chunk(self, frame: dict[str, Any]) -> None:
+        """Keep one piece of a streamed answer for a call that waits for its result."""
+        call_id, text = frame.get("id"), frame.get("text")
+        if call_id in self._pending and isinstance(text, str):
+            self.chunks.setdefault(call_id, []).append(text)
 
     def fail_pending(self) -> None:
         """The socket is gone: every call still waiting gets ``ok: false`` now."""

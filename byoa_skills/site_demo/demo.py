@@ -253,5 +253,7 @@ class SiteDemo:
             kind = frame.get("type")
             if kind == "result":
                 connection.resolve(frame)
+            elif kind == "chunk":
+                connection.take_chunk(frame)
             elif kind == "bye":
                 return CLOSE_NORMAL, b""

@@ -21,6 +21,7 @@ import aiohttp
 from aiohttp import ClientRequest, ClientResponse, WSMsgType
 
 from byoa_skills import __version__
+from byoa_skills.skills import chunk_frame
 
 from .addresses import AddressRefused, PinnedResolver, resolve_public
 from .grants import GrantRefusal
@@ -227,8 +228,12 @@ class DirectLink:
                     await ws.send_str(json.dumps(frame))
 
         async def answer(frame: dict[str, Any]) -> None:
+            async def chunk(choice: int, text: str) -> None:
+                await send(chunk_frame(frame.get("id"), choice, text))
+
             result = await self.shim.call(self.session.grant_id, frame.get("skill"),
-                                          frame.get("input"), frame.get("params"))  # fmt: skip
+                                          frame.get("input"), frame.get("params"),
+                                          on_chunk=chunk)  # fmt: skip
             await send({"type": "result", "id": frame.get("id"), **result.to_json(with_code=False)})
 
         async def ping() -> None:

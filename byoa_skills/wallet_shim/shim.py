@@ -7,14 +7,16 @@ records the real cost, and writes one activity entry per request and per call.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from byoa_skills.skills import CallResult, PreparedCall, SkillEngine
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills import TEXT_GENERATE, CallResult, PreparedCall, SkillEngine
 
 from .activity import ActivityLog
 from .gate import Admission, AskHook, Measured, admit, decline, finish
@@ -25,12 +27,12 @@ from .timestamps import now_ms
 log = logging.getLogger("byoa_skills.shim")
 
 #: ``pricing(call) -> (provider kind, worst-case cost)`` of a prepared call, in the grant's
-#: currency. A local model costs nothing.
-Pricing = Callable[[PreparedCall], tuple[str, Decimal]]
+#: currency (may be async). A local model costs nothing.
+Pricing = Callable[[PreparedCall], tuple[str, Decimal] | Awaitable[tuple[str, Decimal]]]
 
 
 def local_pricing(call: PreparedCall) -> tuple[str, Decimal]:
-    """Every skill here runs on a local model, for nothing."""
+    """Every skill runs on a local model, for nothing."""
     return "local-model", Decimal(0)
 
 
@@ -44,15 +46,16 @@ class WalletShim:
         activity: ActivityLog,
         *,
         ask: AskHook = decline,
-        pricing: Pricing = local_pricing,
+        pricing: Pricing | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
+        """``pricing`` defaults to the engine's own (:meth:`SkillEngine.price`)."""
         self.engine = engine
         self.grants = GrantStore()
         self.sites = sites
         self.activity = activity
         self._ask = ask
-        self._pricing = pricing
+        self._pricing: Pricing = pricing or engine.price
         self._clock = clock
 
     # -- grants ---------------------------------------------------------------------------
@@ -88,16 +91,23 @@ class WalletShim:
     # -- calls ----------------------------------------------------------------------------
 
     async def call(
-        self, grant_id: Any, skill: Any, skill_input: Any, params: Any = None, deadline: Any = None
+        self,
+        grant_id: Any,
+        skill: Any,
+        skill_input: Any,
+        params: Any = None,
+        deadline: Any = None,
+        on_chunk: ChunkHook | None = None,
     ) -> CallResult:
         """Answer one call under a grant: a refusal (with the gate's reasons), or the skill's
-        answer with the grant's deadline applied."""
+        answer with the grant's deadline applied; a streamed text answer's pieces go to
+        ``on_chunk``. A call cancelled while it runs (its caller went away) frees its slot."""
         began = time.monotonic()
         grant = self.grants.get(grant_id)
         if grant is None:
             result = CallResult.refused("unknown-grant", "no live grant has this id")
         else:
-            result = await self._call(grant, skill, skill_input, params, deadline)
+            result = await self._call(grant, skill, skill_input, params, deadline, on_chunk)
         elapsed = time.monotonic() - began
         self.engine.report(skill, result, elapsed)
         entry = {
@@ -107,13 +117,21 @@ class WalletShim:
             "latencyMs": round(elapsed * 1000, 1),
         }  # fmt: skip
         entry.update(result.measured)
+        if "model" in result.facts:
+            entry["model"] = result.facts["model"]
         if result.receipt:
             entry["cost"] = result.receipt.get("cost")
         self.record_activity(**entry)
         return result
 
     async def _call(
-        self, grant: Grant, skill: Any, skill_input: Any, params: Any, deadline: Any
+        self,
+        grant: Grant,
+        skill: Any,
+        skill_input: Any,
+        params: Any,
+        deadline: Any,
+        on_chunk: ChunkHook | None,
     ) -> CallResult:
         site = self._site_state(grant.origin)
         if site != "active":
@@ -121,7 +139,10 @@ class WalletShim:
         prepared = self.engine.prepare(skill, skill_input, params, deadline)
         if isinstance(prepared, CallResult):
             return prepared
-        provider, estimate = self._pricing(prepared)
+        if prepared.skill == TEXT_GENERATE:
+            prepared = _under_grant(prepared, grant)
+        priced = self._pricing(prepared)
+        provider, estimate = await priced if inspect.isawaitable(priced) else priced
         measured = Measured(prepared.skill, prepared.params, prepared.clip_seconds,
                             prepared.text_chars, provider, estimate)  # fmt: skip
         facts = _measurements(prepared)
@@ -139,7 +160,7 @@ class WalletShim:
             seconds = min(seconds, prepared.deadline)
         real_cost = estimate  # what a call cut short may have cost
         try:
-            result = await self.engine.run(_with_deadline(prepared, seconds))
+            result = await self.engine.run(_with_deadline(prepared, seconds), on_chunk)
             real_cost = _cost_of(result, estimate)
         finally:
             finish(grant, admission, real_cost)
@@ -179,6 +200,18 @@ def _site_message(state: str) -> str:
 
 def _with_deadline(call: PreparedCall, seconds: float) -> PreparedCall:
     return replace(call, deadline=seconds)
+
+
+def _under_grant(call: PreparedCall, grant: Grant) -> PreparedCall:
+    """A text call as the grant runs it: the model its code names (a code the grant lacks
+    is left for the gate to refuse), and the grant's ``maxAnswerTokens`` as the answer's
+    bound when the call states none."""
+    model = grant.models.get(call.params.get("model"))  # type: ignore[arg-type]
+    params = call.params
+    ceiling = grant.limits.max_answer_tokens
+    if ceiling is not None and params.get("maxTokens") is None:
+        params = {**params, "maxTokens": ceiling}
+    return replace(call, model=model, params=params)
 
 
 def _measurements(call: PreparedCall) -> dict[str, Any]:
