@@ -14,6 +14,7 @@ from byoa_skills.commands import (
     serve,
     site_demo,
     sites,
+    sources,
     transcribe,
     wav_check,
 )
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     link.add_parser(commands)
     scheme.add_parser(commands)
     sites.add_parser(commands)
+    sources.add_parser(commands)
     site_demo.add_parser(commands)
     activity.add_parser(commands)
     wav_check.add_parser(commands)

@@ -307,8 +307,9 @@ class RunningServer:
 
 
 @contextmanager
-def serving(app_factory: Any) -> Iterator[RunningServer]:
-    """Run ``app_factory(recorded)`` on a free loopback port in a thread of its own."""
+def serving(app_factory: Any, port: int = 0) -> Iterator[RunningServer]:
+    """Run ``app_factory(recorded)`` on loopback (a free port unless ``port`` is given) in a
+    thread of its own."""
     recorded = Recorded()
     started = threading.Event()
     state: dict[str, Any] = {}
@@ -317,7 +318,7 @@ def serving(app_factory: Any) -> Iterator[RunningServer]:
         loop = asyncio.new_event_loop()
         runner = web.AppRunner(app_factory(recorded), access_log=None)
         loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", port)
         loop.run_until_complete(site.start())
         state["port"] = runner.addresses[0][1]
         state["loop"] = loop
