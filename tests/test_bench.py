@@ -111,11 +111,13 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
 
 
 def _stats(node: Any) -> Iterator[dict[str, float]]:
+    """Every summary of timings (differences of timings, which may be negative, excepted)."""
     if isinstance(node, dict):
         if node.keys() >= STAT_KEYS:
             yield node
-        for value in node.values():
-            yield from _stats(value)
+        for key, value in node.items():
+            if key != "added_ms":
+                yield from _stats(value)
     elif isinstance(node, list):
         for value in node:
             yield from _stats(value)
@@ -127,7 +129,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     scenarios = results["scenarios"]
     assert list(scenarios) == names()
     assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
-    for name in ("wav", "direct", "cold", "engine", "memory", "link"):
+    for name in ("wav", "direct", "cold", "engine", "memory", "link", "text"):
         assert scenarios[name]["status"] == "ok", scenarios[name]
     if results["machine"]["gpu"]["cuda_devices"] == 0:
         assert scenarios["gpu"]["status"] == "skipped" and "GPU" in scenarios["gpu"]["reason"]
@@ -186,6 +188,15 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert results["headline"]["link_throughput"]["value"] > 0
     assert all(link["latency_s"][label]["p50"] > 0 for label in ("1s", "5s", "15s"))
 
+    text = scenarios["text"]
+    assert set(text["sources"]) == {"instant", "smollm2"}  # the dev extra installs llama.cpp
+    for source in text["sources"].values():
+        assert source["added_p50_ms"] == pytest.approx(
+            source["engine_ms"]["p50"] - source["direct_ms"]["p50"]
+        )
+        assert source["direct_ms"]["n"] == source["engine_ms"]["n"] == source["added_ms"]["n"]
+        assert source["added_ms"]["min"] <= source["added_ms"]["p50"] <= source["added_ms"]["max"]
+
     headline = results["headline"]
     for key in (
         "direct_best_throughput",
@@ -200,6 +211,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     report = (out / "report.md").read_text()
     assert "## Engine over the local API (`engine`)" in report
     assert "## Direct link, site to wallet (`link`)" in report
+    assert "engine minus direct" in report
     assert plots.available()  # the dev extra installs matplotlib
     for name in ("concurrency.png", "latency-by-clip.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

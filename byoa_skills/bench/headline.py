@@ -97,6 +97,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         out["link_latency_1s_p50_s"] = _figure(
             link["latency_s"]["1s"]["p50"], "s", "lower", "direct link latency 1s, p50"
         )
+    if text := _ok(results, "text"):
+        for name, source in text["sources"].items():
+            out[f"text_added_{name}_p50_ms"] = _figure(
+                source["added_p50_ms"], "ms", "lower", f"engine's added latency, {name} source"
+            )
     if gpu := _ok(results, "gpu"):
         out["gpu_throughput"] = _figure(
             gpu["best_throughput"], "clips/s", "higher", "engine on CUDA, best level"

@@ -115,6 +115,16 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         lines.append(_stats_row("first call (1 s clip)", entry["first_call_s"]))
         lines.append(_stats_row("warm calls (1 s clip)", entry["warm_s"]))
         lines += ["", f"First call / warm median: {entry['first_vs_warm']:.2f}."]
+    elif name == "text":
+        lines.append(STATS_HEAD.format("source, path (ms)"))
+        for source, figures in entry["sources"].items():
+            lines.append(_stats_row(f"{source}, direct", figures["direct_ms"]))
+            lines.append(_stats_row(f"{source}, through the engine", figures["engine_ms"]))
+            lines.append(_stats_row(f"{source}, engine minus direct", figures["added_ms"]))
+        lines += ["", "Added latency, difference of the medians: " + ", ".join(
+            f"{source} {figures['added_p50_ms']:.2f} ms"
+            for source, figures in entry["sources"].items()
+        ) + f" ({entry['max_tokens']} answer tokens)."]  # fmt: skip
     elif name == "memory":
         workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
         lines.append(

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from . import cold, direct, engine, gpu, link, memory, peer, wav
+from . import cold, direct, engine, gpu, link, memory, peer, text, wav
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
 SCENARIOS: dict[str, ModuleType] = {
-    module.NAME: module for module in (wav, direct, cold, engine, memory, peer, gpu, link)
+    module.NAME: module for module in (wav, direct, cold, engine, memory, peer, gpu, link, text)
 }
 
 RunFn = Callable[[Any], dict[str, Any]]
