@@ -8,8 +8,11 @@ import sys
 from byoa_skills import __version__
 from byoa_skills.commands import (
     activity,
+    byoag_pairings,
     connect,
     link,
+    pair,
+    platform_demo,
     scheme,
     serve,
     site_demo,
@@ -42,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     sites.add_parser(commands)
     sources.add_parser(commands)
     site_demo.add_parser(commands)
+    pair.add_parser(commands)
+    byoag_pairings.add_parser(commands)
+    platform_demo.add_parser(commands)
     activity.add_parser(commands)
     wav_check.add_parser(commands)
     return parser

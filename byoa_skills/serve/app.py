@@ -19,6 +19,7 @@ from aiohttp import WSMsgType, web
 
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult, SkillEngine, chunk_frame
+from byoa_skills.wallet_shim.byoag.scope import RegistrationCalls
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.links import LinkIntake
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -56,6 +57,8 @@ _STATUS_BY_CODE = {
     "upstream-malformed": 502,
     "upstream-error": 502,
     "model-mismatch": 502,
+    "not-registered": 404,
+    "outside-registration-scope": 403,
 }
 #: Refusals decided by the visitor's grant (the gate's decision is blocked or ask).
 _GATE_STATUS = 403
@@ -65,6 +68,7 @@ METRICS_KEY = web.AppKey("metrics", EngineMetrics)
 TOKEN_KEY = web.AppKey("token", str)
 SHIM_KEY = web.AppKey("shim", WalletShim)
 LINKS_KEY = web.AppKey("links", LinkIntake)
+REGISTRATIONS_KEY = web.AppKey("registrations", RegistrationCalls)
 
 
 def build_app(
@@ -73,6 +77,7 @@ def build_app(
     token: str,
     shim: WalletShim,
     links: LinkIntake | None = None,
+    registrations: RegistrationCalls | None = None,
 ) -> web.Application:
     """The aiohttp application of the local API."""
     app = web.Application(
@@ -85,6 +90,7 @@ def build_app(
     app[TOKEN_KEY] = token
     app[SHIM_KEY] = shim
     app[LINKS_KEY] = links or LinkIntake(shim)
+    app[REGISTRATIONS_KEY] = registrations or RegistrationCalls(shim)
     app.router.add_get("/health", _health)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/metrics", _metrics)
@@ -218,10 +224,13 @@ async def _call_over_http(request: web.Request) -> web.Response:
 async def _call(
     app: web.Application, skill: Any, body: dict[str, Any], on_chunk: ChunkHook | None = None
 ) -> CallResult:
-    """A call under its ``grantId`` through the shim, or without one: the wallet's own."""
+    """A call under its ``grantId`` through the shim, for a paired platform (its
+    ``registration``) within the registration's scope, or with neither: the wallet's own."""
     args = (skill, body.get("input"), body.get("params"), body.get("deadlineSeconds"), on_chunk)
     if "grantId" in body:
         return await app[SHIM_KEY].call(body["grantId"], *args)
+    if "registration" in body:
+        return await app[REGISTRATIONS_KEY].call(body["registration"], *args)
     return await app[ENGINE_KEY].call(*args)
 
 
