@@ -28,6 +28,8 @@ from byoa_skills.wallet_shim.sites import SiteStore
 from .common import add_model_arguments, configure_logging, resolve_model
 
 DEFAULT_PORT = 8787
+#: Calls a worker decodes together by default (chosen from byoa-bench's batch figures).
+DEFAULT_MAX_BATCH = 4
 log = logging.getLogger("byoa_skills.serve")
 
 
@@ -56,6 +58,20 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
     parser.add_argument("--queue", type=int, default=64, help="calls that may wait (default 64)")
     parser.add_argument(
+        "--max-batch", type=int, default=DEFAULT_MAX_BATCH,
+        help=f"calls a worker decodes together (default {DEFAULT_MAX_BATCH}; 1: no batching)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--batch-window-ms", type=float, default=0.0,
+        help="how long a worker waits for calls to join its batch while all others are "
+        "busy (default 0)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--encoder-seconds", type=float, default=None,
+        help="encode only the first S seconds of each 30 s window when the clips fit "
+        "(faster; see docs/runtime.md for its accuracy cost; default: the whole window)",
+    )  # fmt: skip
+    parser.add_argument(
         "--token", help=f"the bearer token (default: ${TOKEN_ENV}, else the token file)"
     )
 
@@ -80,6 +96,8 @@ def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) 
     config = PoolConfig(
         model_dir=model_dir, model_name=model_name, device=device,
         workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
+        max_batch=args.max_batch, batch_window=args.batch_window_ms / 1000,
+        encoder_seconds=args.encoder_seconds,
     )  # fmt: skip
     token = api_token(args.token)
     try:

@@ -51,3 +51,11 @@ class PoolConfig:
     stop_grace: float = 5.0
     #: Whether each worker runs a warm-up inference before it reports ready.
     warm_up: bool = True
+    #: The most calls a worker decodes together in one batch (1: one at a time). A worker
+    #: that comes free takes every waiting call up to this many.
+    max_batch: int = 1
+    #: How long a worker that took a call waits for others to join its batch, in seconds;
+    #: only while every other worker is busy (a lone call on an idle pool never waits).
+    batch_window: float = 0.0
+    #: Encode only this many seconds of each window when the clips fit (None: all 30 s).
+    encoder_seconds: float | None = None

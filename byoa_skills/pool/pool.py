@@ -1,8 +1,9 @@
 """The warm pool: a bounded queue in front of worker processes that each hold the model.
 
-Each worker has a slot: a shared memory block for one clip's samples and a loop that takes
-the next call from the queue, runs it, and replaces the worker when it dies, overruns a
-deadline, or has served enough. The slot loop is the one owner of a running call.
+Each worker has a slot: a shared memory block for a batch of clips' samples and a loop that
+takes the next calls from the queue (every waiting call, up to the batch size), runs them as
+one batch, and replaces the worker when it dies, overruns a deadline, or has served enough.
+The slot loop is the one owner of a running call.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class Transcription:
     queued_seconds: float
     inference_seconds: float
     worker_pid: int
+    #: How many calls the worker decoded together with this one (itself included).
+    batch_size: int = 1
 
 
 @dataclass
@@ -77,7 +80,7 @@ class _Slot:
 
 
 class WorkerPool:
-    """Warm worker processes answering ``audio.transcribe`` clips, one call per worker at a
+    """Warm worker processes answering ``audio.transcribe`` clips, one batch per worker at a
     time, with a bounded queue, per-call deadlines and self-healing workers."""
 
     def __init__(self, config: PoolConfig, on_event: EventHook | None = None) -> None:
@@ -98,7 +101,7 @@ class WorkerPool:
     async def start(self) -> None:
         """Start every worker and return when all are warm; raise
         :class:`WorkerStartFailed` (after stopping the others) if one cannot start."""
-        size = 2 * max_frames(self.config.max_clip_seconds)
+        size = 2 * max_frames(self.config.max_clip_seconds) * max(1, self.config.max_batch)
         for index in range(self.config.workers):
             shm = SharedMemory(create=True, size=size)
             samples = np.ndarray((size // 2,), dtype="<i2", buffer=shm.buf)
@@ -177,7 +180,7 @@ class WorkerPool:
             raise ShuttingDown("the engine is shutting down and takes no new calls")
         if not self._started:
             raise NotReady("the workers are still loading the model")
-        if clip.frames > len(self._slots[0].samples):
+        if clip.frames > max_frames(self.config.max_clip_seconds):
             raise TranscribeFailed(f"a clip of {clip.seconds:.1f} s is longer than the pool takes")
         now = time.monotonic()
         seconds = self.config.default_deadline if deadline is None else deadline
@@ -210,21 +213,55 @@ class WorkerPool:
             if slot.worker is None or not slot.worker.alive:
                 await self._replace(slot, "died")
                 continue
-            call = await self._next_call(slot)
-            if call is None or call.abandoned or call.future.done():
+            first = await self._next_call(slot)
+            if first is None:
                 continue
-            if not slot.worker.alive:  # it died as the call arrived: replace it, then run
+            calls = self._runnable(await self._join(slot, first))
+            if not calls:
+                continue
+            if not slot.worker.alive:  # it died as the calls arrived: replace it, then run
                 await self._replace(slot, "died")
-            if time.monotonic() >= call.deadline:
-                _fail(call, DeadlineExceeded("the deadline passed while the call waited"))
-                continue
             slot.busy = True
             try:
-                await self._run(slot, call)
+                await self._run(slot, calls)
             finally:
                 slot.busy = False
             if self._should_recycle(slot):
                 await self._replace(slot, "recycled")
+
+    async def _join(self, slot: _Slot, first: _Call) -> list[_Call]:
+        """``first`` and the calls that join its batch: every one waiting now, up to the
+        batch size, and those that come within the batch window while no other worker is
+        free to take them."""
+        calls = [first]
+        limit = max(1, self.config.max_batch)
+        closes = time.monotonic() + self.config.batch_window
+        while len(calls) < limit:
+            if not self._queue.empty():
+                calls.append(self._queue.get_nowait())
+                continue
+            wait = closes - time.monotonic()
+            others_busy = all(s.busy or s is slot for s in self._slots)
+            if wait <= 0 or not others_busy:
+                break
+            try:
+                calls.append(await asyncio.wait_for(self._queue.get(), wait))
+            except asyncio.TimeoutError:
+                break
+        return calls
+
+    @staticmethod
+    def _runnable(calls: list[_Call]) -> list[_Call]:
+        """The calls still worth running: not given up, not answered, not past deadline."""
+        runnable = []
+        for call in calls:
+            if call.abandoned or call.future.done():
+                continue
+            if time.monotonic() >= call.deadline:
+                _fail(call, DeadlineExceeded("the deadline passed while the call waited"))
+                continue
+            runnable.append(call)
+        return runnable
 
     async def _next_call(self, slot: _Slot) -> _Call | None:
         """The next queued call, or None when the idle worker dies first."""
@@ -243,43 +280,67 @@ class WorkerPool:
                 taking.cancel()
         return taking.result() if taking.done() and not taking.cancelled() else None
 
-    async def _run(self, slot: _Slot, call: _Call) -> None:
+    async def _run(self, slot: _Slot, calls: list[_Call]) -> None:
+        """Run a batch. Each call is answered at its own deadline if the batch is still
+        running then; the worker is killed only when the last deadline passes."""
         worker = slot.worker
         assert worker is not None
-        call.started = time.monotonic()
-        slot.samples[: call.clip.frames] = call.clip.samples
-        job = worker.run(next(self._ids), call.clip.frames, call.language)
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        items, offset = [], 0
+        for call in calls:
+            call.started = started
+            slot.samples[offset : offset + call.clip.frames] = call.clip.samples
+            items.append((offset, call.clip.frames, call.language))
+            offset += call.clip.frames
+        overrun = "the call overran its deadline"
+        timers = [
+            loop.call_later(call.deadline - started, _fail, call, DeadlineExceeded(overrun))
+            for call in calls
+        ]
+        job = worker.run(next(self._ids), items)
         try:
-            answer = await asyncio.wait_for(job, max(0.0, call.deadline - call.started))
+            answers = await asyncio.wait_for(job, max(c.deadline for c in calls) - started)
         except asyncio.TimeoutError:
             worker.kill()
-            _fail(call, DeadlineExceeded("the call overran its deadline; its worker was replaced"))
+            for call in calls:
+                _fail(call, DeadlineExceeded(f"{overrun}; its worker was replaced"))
             await self._replace(slot, "deadline")
             return
         except WorkerDied as died:
-            _fail(call, WorkerCrashed(str(died)))
+            for call in calls:
+                _fail(call, WorkerCrashed(str(died)))
             await self._replace(slot, "crashed")
             return
-        except asyncio.CancelledError:  # the pool is closing with this call running
+        except asyncio.CancelledError:  # the pool is closing with these calls running
             worker.kill()
-            _fail(call, ShuttingDown("the engine stopped before the call finished"))
+            for call in calls:
+                _fail(call, ShuttingDown("the engine stopped before the call finished"))
             raise
-        slot.calls_served += 1
-        if answer.result is None:
-            _fail(call, TranscribeFailed(answer.message or "refused", answer.code))
-            return
+        finally:
+            for timer in timers:
+                timer.cancel()
+        slot.calls_served += len(calls)
         done = time.monotonic()
-        transcription = Transcription(
-            text=answer.result["text"],
-            language=answer.result["language"],
-            language_probability=answer.result["language_probability"],
-            seconds=done - call.arrived,
-            queued_seconds=call.started - call.arrived,
-            inference_seconds=answer.result["seconds"],
-            worker_pid=worker.pid or 0,
-        )
-        if not call.future.done():
-            call.future.set_result(transcription)
+        if len(calls) > 1:
+            log.debug("event=batch slot=%d size=%d ms=%.0f", slot.index, len(calls),
+                      (done - started) * 1000)  # fmt: skip
+        for call, answer in zip(calls, answers, strict=True):
+            if answer.result is None:
+                _fail(call, TranscribeFailed(answer.message or "refused", answer.code))
+                continue
+            transcription = Transcription(
+                text=answer.result["text"],
+                language=answer.result["language"],
+                language_probability=answer.result["language_probability"],
+                seconds=done - call.arrived,
+                queued_seconds=started - call.arrived,
+                inference_seconds=answer.result["seconds"],
+                worker_pid=worker.pid or 0,
+                batch_size=len(calls),
+            )
+            if not call.future.done():
+                call.future.set_result(transcription)
 
     def _should_recycle(self, slot: _Slot) -> bool:
         config, worker = self.config, slot.worker

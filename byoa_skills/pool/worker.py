@@ -27,12 +27,16 @@ class WorkerDied(Exception):
 
 @dataclass(frozen=True)
 class JobAnswer:
-    """What a worker said about one job: a result dict, or a refusal code and message."""
+    """What a worker said about one clip of a job: a result dict, or a refusal code and
+    message."""
 
     result: dict[str, Any] | None
-    code: str | None
-    message: str | None
-    rss_mib: float
+    code: str | None = None
+    message: str | None = None
+
+
+#: One clip of a job: where its samples start in the shared block, how many, its language.
+JobItem = tuple[int, int, str | None]
 
 
 class WorkerProcess:
@@ -49,7 +53,7 @@ class WorkerProcess:
         self._process.start()
         child_end.close()
         self._ready: asyncio.Future[float] = self._loop.create_future()
-        self._job: tuple[int, asyncio.Future[JobAnswer]] | None = None
+        self._job: tuple[int, asyncio.Future[list[JobAnswer]]] | None = None
         self._exited = asyncio.Event()
         self.rss_mib = 0.0
         self._loop.add_reader(self._conn.fileno(), self._on_readable)
@@ -76,16 +80,17 @@ class WorkerProcess:
             self.kill()
             raise WorkerStartFailed(f"no ready within {self._config.start_timeout:g} s") from None
 
-    async def run(self, job_id: int, frames: int, language: str | None) -> JobAnswer:
-        """Send a job whose samples are already in the shared block; return the answer.
+    async def run(self, job_id: int, items: list[JobItem]) -> list[JobAnswer]:
+        """Send a job (one clip or a batch) whose samples are already in the shared block;
+        return one answer per clip, in order.
 
         Raises :class:`WorkerDied` if the process ends first. Cancelling leaves the worker
         busy: the caller must kill it.
         """
-        future: asyncio.Future[JobAnswer] = self._loop.create_future()
+        future: asyncio.Future[list[JobAnswer]] = self._loop.create_future()
         self._job = (job_id, future)
         try:
-            self._conn.send(("job", job_id, frames, language))
+            self._conn.send(("job", job_id, items))
         except (OSError, ValueError) as error:
             self._job = None
             raise WorkerDied(f"the pipe to the worker is closed: {error}") from None
@@ -133,15 +138,15 @@ class WorkerProcess:
             self._ready.set_result(float(message[2]))
         elif kind == "failed" and not self._ready.done():
             self._ready.set_exception(WorkerStartFailed(message[1]))
-        elif kind in ("result", "refused") and self._job and self._job[0] == message[1]:
+        elif kind == "answers" and self._job and self._job[0] == message[1]:
             future = self._job[1]
-            if kind == "result":
-                answer = JobAnswer(message[2], None, None, message[2]["rss_mib"])
-            else:
-                answer = JobAnswer(None, message[2], message[3], message[4])
-            self.rss_mib = answer.rss_mib
+            answers = [
+                JobAnswer(answer[1]) if answer[0] == "result" else JobAnswer(None, *answer[1:])
+                for answer in message[2]
+            ]
+            self.rss_mib = float(message[3])
             if not future.done():
-                future.set_result(answer)
+                future.set_result(answers)
 
     def _on_exit(self) -> None:
         self._loop.remove_reader(self._process.sentinel)

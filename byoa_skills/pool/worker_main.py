@@ -1,13 +1,15 @@
 """The code that runs inside a worker process.
 
 It loads the model once, runs a warm-up inference, says ``ready`` on its pipe, then answers
-one job at a time. A job's samples are in the shared memory block the parent owns; the job
-message carries only their count. Messages on the pipe:
+one job at a time. A job is a batch of one or more clips, decoded together; their samples lie
+one after the other in the shared memory block the parent owns, and the job message carries
+only where each starts and how long it is. Messages on the pipe:
 
-parent → worker: ``("job", id, frames, language | None)``, ``("stop",)``
+parent → worker: ``("job", id, [(offset, frames, language | None), ...])``, ``("stop",)``
 worker → parent: ``("ready", pid, rss_mib)``, ``("failed", message)``,
-``("result", id, {"text", "language", "language_probability", "seconds", "rss_mib"})``,
-``("refused", id, code, message, rss_mib)``
+``("answers", id, [answer, ...], rss_mib)``, one answer per clip in order:
+``("result", {"text", "language", "language_probability", "seconds"})`` or
+``("refused", code, message)``
 """
 
 from __future__ import annotations
@@ -48,32 +50,39 @@ def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
             return
         if message[0] != "job":
             return
-        _, job_id, frames, language = message
-        conn.send(_answer(backend, shm, job_id, frames, language))
+        _, job_id, items = message
+        conn.send(("answers", job_id, _answers(backend, shm, items), rss_mib()))
 
 
-def _answer(backend, shm: SharedMemory, job_id: int, frames: int, language: str | None) -> tuple:  # type: ignore[no-untyped-def]
+def _answers(backend, shm: SharedMemory, items: list[tuple[int, int, str | None]]) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """One answer per clip of the batch; a failure of the whole batch refuses each clip."""
     from byoa_skills.runtimes import RuntimeRefusal
 
     try:
-        samples = Clip(np.frombuffer(shm.buf, dtype="<i2", count=frames)).to_float32()
-        transcript = backend.transcribe(samples, language)
-    except RuntimeRefusal as refusal:
-        return ("refused", job_id, refusal.code, refusal.message, rss_mib())
+        batch = [(_samples(shm, offset, frames), language) for offset, frames, language in items]
+        transcripts = backend.transcribe_batch(batch)
     except Exception as error:
-        return ("refused", job_id, "transcribe-failed", _one_line(error), rss_mib())
-    result = {
-        "text": transcript.text,
-        "language": transcript.language,
-        "language_probability": transcript.language_probability,
-        "seconds": transcript.seconds,
-        "rss_mib": rss_mib(),
-    }
-    return ("result", job_id, result)
+        return [("refused", "transcribe-failed", _one_line(error))] * len(items)
+    answers: list[tuple] = []  # type: ignore[type-arg]
+    for transcript in transcripts:
+        if isinstance(transcript, RuntimeRefusal):
+            answers.append(("refused", transcript.code, transcript.message))
+        else:
+            answers.append(("result", {
+                "text": transcript.text,
+                "language": transcript.language,
+                "language_probability": transcript.language_probability,
+                "seconds": transcript.seconds,
+            }))  # fmt: skip
+    return answers
+
+
+def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
+    return Clip(np.frombuffer(shm.buf, dtype="<i2", count=frames, offset=2 * offset)).to_float32()
 
 
 def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
-    from byoa_skills.runtimes import load_backend
+    from byoa_skills.runtimes import DecodeOptions, load_backend
 
     return load_backend(
         config.model_dir,
@@ -81,6 +90,7 @@ def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
         device=config.device,
         compute_type=config.compute_type,
         cpu_threads=config.threads_per_worker,
+        options=DecodeOptions(encoder_seconds=config.encoder_seconds),
     )
 
 

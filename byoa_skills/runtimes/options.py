@@ -42,6 +42,9 @@ class DecodeOptions:
     log_prob_threshold: float | None = -1.0
     #: Most tokens decoded per 30 s window; bounds the time a runaway repetition can take.
     max_new_tokens: int | None = 224
+    #: Encode only the window's first this many seconds when the audio fits in them (None:
+    #: the whole 30 s window Whisper was trained on). docs/runtime.md has its accuracy cost.
+    encoder_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -52,5 +55,7 @@ class DecodeOptions:
             raise ValueError(f"vad_threshold must be in (0, 1), got {self.vad_threshold}")
         if self.vad_min_silence_ms < 0 or self.vad_speech_pad_ms < 0:
             raise ValueError("VAD durations must not be negative")
+        if self.encoder_seconds is not None and not 1.0 <= self.encoder_seconds <= 30.0:
+            raise ValueError(f"encoder_seconds must be in [1, 30], got {self.encoder_seconds}")
         if self.max_new_tokens is not None and not 1 <= self.max_new_tokens <= 440:
             raise ValueError(f"max_new_tokens must be in [1, 440], got {self.max_new_tokens}")

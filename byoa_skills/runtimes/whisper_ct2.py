@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,41 +133,130 @@ class WhisperCT2Backend(SpeechBackend):
 
         A clip in which the VAD finds no speech is answered ``""`` without running Whisper.
         """
+        (answer,) = self.transcribe_batch([(samples, language)])
+        if isinstance(answer, RuntimeRefusal):
+            raise answer
+        return answer
+
+    def transcribe_batch(
+        self, items: Sequence[tuple[np.ndarray, str | None]]
+    ) -> list[Transcript | RuntimeRefusal]:
+        """Each clip's text, from one batched encoder pass and one batched decode.
+
+        ``items`` are ``(samples, language)`` pairs as :meth:`transcribe` takes them; their
+        languages may differ. An item that cannot be answered gets its
+        :class:`RuntimeRefusal` in its place and costs the others nothing. Each clip's first
+        30 s window is encoded (the first :attr:`DecodeOptions.encoder_seconds` only, when
+        every clip of the batch fits in them), and the language of a clip that names none
+        is detected from that same encoder output. The answers are those :meth:`transcribe`
+        gives for each clip alone.
+        """
         began = time.perf_counter()
         model = self._require_model()
-        check_samples(samples)
-        if language is not None and language not in self._languages:
-            raise RuntimeRefusal(
-                "unsupported-language",
-                f"the model {self.name} cannot transcribe language {language!r}",
-            )
-        audio = self._speech_only(samples) if self.options.vad_filter else samples
-        if audio.size == 0:
-            return _transcript("", language, 1.0 if language else 0.0, began)
+        answers: list[Transcript | RuntimeRefusal | None] = [None] * len(items)
+        windows: list[tuple[int, np.ndarray, str | None]] = []
+        for index, (samples, language) in enumerate(items):
+            try:
+                check_samples(samples)
+                if language is not None and language not in self._languages:
+                    raise RuntimeRefusal(
+                        "unsupported-language",
+                        f"the model {self.name} cannot transcribe language {language!r}",
+                    )
+            except RuntimeRefusal as refusal:
+                answers[index] = refusal
+                continue
+            audio = self._speech_only(samples) if self.options.vad_filter else samples
+            if audio.size == 0:
+                answers[index] = _transcript("", language, 1.0 if language else 0.0, began)
+                continue
+            features = model.feature_extractor(audio)
+            window = min(model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
+            windows.append((index, features[:, :window], language))
+        if windows:
+            for (index, _, _), transcript in zip(
+                windows, self._decode(model, windows, began), strict=True
+            ):
+                answers[index] = transcript
+        return [answer for answer in answers if answer is not None]
 
+    def _decode(
+        self, model: WhisperModel, windows: list[tuple[int, np.ndarray, str | None]], began: float
+    ) -> list[Transcript]:
         from faster_whisper.audio import pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
 
-        features = model.feature_extractor(audio)
-        content_frames = features.shape[-1] - 1
-        window = min(model.feature_extractor.nb_max_frames, content_frames)
-        # Exactly the first window generate_segments would encode, so it can reuse it.
-        encoder_output = model.encode(pad_or_trim(features[:, :window]))
-        if language is not None:
-            probability = 1.0
-        elif not model.model.is_multilingual:
-            language, probability = "en", 1.0
-        else:
-            token, probability = model.model.detect_language(encoder_output)[0][0]
-            language = token[2:-2]
-        tokenizer = Tokenizer(
-            model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language
+        frames = self.encoder_frames(max(features.shape[-1] for _, features, _ in windows))
+        batch = np.stack([pad_or_trim(features, frames) for _, features, _ in windows])
+        encoder_output = model.encode(batch)
+        languages: list[tuple[str, float]] = []
+        detected = None
+        for position, (_, _, language) in enumerate(windows):
+            if language is not None:
+                languages.append((language, 1.0))
+            elif not model.model.is_multilingual:
+                languages.append(("en", 1.0))
+            else:
+                if detected is None:
+                    detected = model.model.detect_language(encoder_output)
+                token, probability = detected[position][0]
+                languages.append((token[2:-2], float(probability)))
+        tokenizers = [
+            Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", language)
+            for language, _ in languages
+        ]
+        prompts = [self._prompt(tokenizer) for tokenizer in tokenizers]
+        o = self.options
+        max_new = o.max_new_tokens if o.max_new_tokens is not None else model.max_length
+        results = model.model.generate(
+            encoder_output,
+            prompts,
+            beam_size=o.beam_size,
+            patience=o.patience,
+            length_penalty=1.0,
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            max_length=min(model.max_length, len(prompts[0]) + max_new),
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=list(self._suppress_tokens),
+            max_initial_timestamp_index=round(1.0 / model.time_precision),
         )
-        segments = model.generate_segments(
-            features, tokenizer, self._transcription_options(), False, encoder_output
-        )
-        text = "".join(segment.text for segment in segments).strip()
-        return _transcript(text, language, float(probability), began)
+        transcripts = []
+        for result, tokenizer, (language, probability) in zip(
+            results, tokenizers, languages, strict=True
+        ):
+            tokens = result.sequences_ids[0]
+            # faster-whisper's rule: a window that is likely silence and decoded with low
+            # confidence holds no text.
+            average = result.scores[0] * len(tokens) / (len(tokens) + 1)
+            silent = (
+                o.no_speech_threshold is not None
+                and result.no_speech_prob > o.no_speech_threshold
+                and not (o.log_prob_threshold is not None and average > o.log_prob_threshold)
+            )
+            text = "" if silent else tokenizer.decode(tokens).strip()
+            transcripts.append(_transcript(text, language, probability, began))
+        return transcripts
+
+    def encoder_frames(self, content_frames: int) -> int:
+        """The mel frames the encoder is given for a batch whose longest window has
+        ``content_frames``: the whole 30 s window, or the first ``encoder_seconds`` of it
+        when the options ask for a shorter encoder and the audio fits."""
+        model = self._require_model()
+        full = model.feature_extractor.nb_max_frames
+        seconds = self.options.encoder_seconds
+        if seconds is None:
+            return full
+        short = round(seconds * full / 30.0)
+        return short if content_frames <= short else full
+
+    def _prompt(self, tokenizer: Any) -> list[int]:
+        prompt = list(tokenizer.sot_sequence)
+        if self.options.without_timestamps:
+            prompt.append(tokenizer.no_timestamps)
+        return prompt
 
     def _require_model(self) -> WhisperModel:
         if self._model is None:
@@ -182,40 +272,6 @@ class WhisperCT2Backend(SpeechBackend):
         if not chunks:
             return samples[:0]
         return np.concatenate([samples[chunk["start"] : chunk["end"]] for chunk in chunks])
-
-    def _transcription_options(self) -> Any:
-        from faster_whisper.transcribe import TranscriptionOptions
-
-        o = self.options
-        # A new object per call: generate_segments rewrites some of its fields.
-        return TranscriptionOptions(
-            beam_size=o.beam_size,
-            best_of=1,
-            patience=o.patience,
-            length_penalty=1.0,
-            repetition_penalty=1.0,
-            no_repeat_ngram_size=0,
-            log_prob_threshold=o.log_prob_threshold,
-            no_speech_threshold=o.no_speech_threshold,
-            compression_ratio_threshold=None,
-            condition_on_previous_text=o.condition_on_previous_text,
-            prompt_reset_on_temperature=0.5,
-            temperatures=[DecodeOptions.TEMPERATURE],
-            initial_prompt=None,
-            prefix=None,
-            suppress_blank=True,
-            suppress_tokens=list(self._suppress_tokens),
-            without_timestamps=o.without_timestamps,
-            max_initial_timestamp=1.0,
-            word_timestamps=False,
-            prepend_punctuations="",  # both only matter with word timestamps
-            append_punctuations="",
-            multilingual=False,
-            max_new_tokens=o.max_new_tokens,
-            clip_timestamps="0",
-            hallucination_silence_threshold=None,
-            hotwords=None,
-        )
 
 
 def _transcript(text: str, language: str | None, probability: float, began: float) -> Transcript:
