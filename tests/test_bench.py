@@ -129,7 +129,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     scenarios = results["scenarios"]
     assert list(scenarios) == names()
     assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
-    for name in ("wav", "direct", "cold", "engine", "memory", "link", "text"):
+    for name in ("wav", "direct", "cold", "engine", "memory", "link", "text", "batch"):
         assert scenarios[name]["status"] == "ok", scenarios[name]
     if results["machine"]["gpu"]["cuda_devices"] == 0:
         assert scenarios["gpu"]["status"] == "skipped" and "GPU" in scenarios["gpu"]["reason"]
@@ -187,6 +187,16 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert link["max_parallel_calls"] == 8
     assert results["headline"]["link_throughput"]["value"] > 0
     assert all(link["latency_s"][label]["p50"] > 0 for label in ("1s", "5s", "15s"))
+
+    batch = scenarios["batch"]
+    assert batch["best"] in batch["configs"] and len(batch["configs"]) == 3
+    for figures in batch["configs"].values():
+        assert set(figures["throughput"]) == {"1s", "5s", "15s", "mix"}
+        assert all(rate > 0 for rate in figures["throughput"].values())
+        assert figures["vs_direct_best"] == pytest.approx(
+            figures["throughput"]["mix"] / direct["best_throughput"]
+        )
+    assert "1x2 b8 enc15" in batch["configs"] or machine["cores"] != 2
 
     text = scenarios["text"]
     assert set(text["sources"]) == {"instant", "smollm2"}  # the dev extra installs llama.cpp

@@ -97,6 +97,14 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         out["link_latency_1s_p50_s"] = _figure(
             link["latency_s"]["1s"]["p50"], "s", "lower", "direct link latency 1s, p50"
         )
+    if batch := _ok(results, "batch"):
+        top = batch["configs"][batch["best"]]
+        out["batch_best_throughput"] = _figure(
+            top["throughput"]["mix"], "clips/s", "higher", f"best set-up ({batch['best']}), mix"
+        )
+        out["batch_best_vs_direct_best"] = _figure(
+            top.get("vs_direct_best"), "ratio", "higher", "best set-up / direct best"
+        )
     if text := _ok(results, "text"):
         for name, source in text["sources"].items():
             out[f"text_added_{name}_p50_ms"] = _figure(

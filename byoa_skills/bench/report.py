@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.table import Table
 
+from .clips import LABELS
+
 
 def _n(value: float | None, digits: int = 3) -> str:
     if value is None:
@@ -115,6 +117,16 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         lines.append(_stats_row("first call (1 s clip)", entry["first_call_s"]))
         lines.append(_stats_row("warm calls (1 s clip)", entry["warm_s"]))
         lines += ["", f"First call / warm median: {entry['first_vs_warm']:.2f}."]
+    elif name == "batch":
+        lines += ["| set-up | p50 1 s / 5 s / 15 s (s) | clips/s 1 s / 5 s / 15 s / mix | "
+                  "mix / direct best |", "|---|---|---|---|"]  # fmt: skip
+        for key, figures in entry["configs"].items():
+            latency = " / ".join(_n(figures["latency_s"][label]["p50"]) for label in LABELS)
+            rates = " / ".join(_n(figures["throughput"][k]) for k in (*LABELS, "mix"))
+            ratio = figures.get("vs_direct_best")
+            best = " (best)" if key == entry["best"] else ""
+            lines.append(f"| {key}{best} | {latency} | {rates} | "
+                         f"{'-' if ratio is None else f'{ratio:.2f}x'} |")  # fmt: skip
     elif name == "text":
         lines.append(STATS_HEAD.format("source, path (ms)"))
         for source, figures in entry["sources"].items():

@@ -10,11 +10,12 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from . import cold, direct, engine, gpu, link, memory, peer, text, wav
+from . import batch, cold, direct, engine, gpu, link, memory, peer, text, wav
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
 SCENARIOS: dict[str, ModuleType] = {
-    module.NAME: module for module in (wav, direct, cold, engine, memory, peer, gpu, link, text)
+    module.NAME: module
+    for module in (wav, direct, cold, engine, memory, peer, gpu, link, text, batch)
 }
 
 RunFn = Callable[[Any], dict[str, Any]]
