@@ -28,3 +28,11 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     command = readme_command("Install and run the tests")
     ci = (ROOT / ".ci" / "run").read_text()
     assert command in ci.splitlines()
+
+
+def test_every_text_code_is_documented() -> None:
+    from byoa_skills.runtimes.text import CODES as TEXT_CODES
+
+    text = (ROOT / "docs" / "text.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, flags=re.MULTILINE))
+    assert set(TEXT_CODES) <= documented
