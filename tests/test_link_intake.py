@@ -15,18 +15,13 @@ import pytest
 from aiohttp import web
 from grants import GEO_MANIFEST
 
+from byoa_skills.skills import SkillEngine
 from byoa_skills.wallet_shim.activity import ActivityLog
 from byoa_skills.wallet_shim.addresses import AddressRefused, PinnedResolver, resolve_public
 from byoa_skills.wallet_shim.links import LinkIntake
 from byoa_skills.wallet_shim.pairings import PairingStore, RecentCodes
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.sites import SiteStore
-
-
-class NoEngine:
-    """Links are taken before any call: nothing here runs a model."""
-
-    pool = None
 
 
 def make_link(port: int, manifest: dict[str, Any] = GEO_MANIFEST) -> str:
@@ -39,7 +34,8 @@ def make_link(port: int, manifest: dict[str, Any] = GEO_MANIFEST) -> str:
 
 
 def intake_in(folder: Path, **options: Any) -> LinkIntake:
-    shim = WalletShim(NoEngine(), SiteStore(folder / "sites.json"),  # type: ignore[arg-type]
+    # links are taken before any call: no model runs
+    shim = WalletShim(SkillEngine(None), SiteStore(folder / "sites.json"),
                       ActivityLog(folder / "activity"))  # fmt: skip
     pairings, recent = PairingStore(folder / "pairings.json"), RecentCodes(folder / "codes.json")
     return LinkIntake(shim, pairings=pairings, recent=recent, dev_local=True, **options)

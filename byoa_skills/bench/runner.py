@@ -20,12 +20,10 @@ SCHEMA = 1
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when CTranslate2 sees a GPU, else ``cpu``."""
-    if device != "auto":
-        return device
-    from .machine import gpu_info
+    """``auto`` → ``cuda`` when CTranslate2 can compute on a GPU (it is tried), else ``cpu``."""
+    from byoa_skills.runtimes.devices import resolve_device as resolve
 
-    return "cuda" if gpu_info()["cuda_devices"] > 0 else "cpu"
+    return resolve(device, "ct2")
 
 
 def prepare(settings: Settings, reporter: Reporter, home: Path | None = None) -> Context:

@@ -14,7 +14,7 @@ DEVICES = ("cpu", "cuda", "auto")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--model``, ``--model-dir``, ``--device`` and ``--log-level``."""
+    """``--model``, ``--model-dir``, ``--device``, ``--backend`` and ``--log-level``."""
     parser.add_argument(
         "--model", default=DEFAULT_MODEL, help=f"catalog model name (default {DEFAULT_MODEL})"
     )
@@ -24,6 +24,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", choices=DEVICES, default="cpu",
         help="cpu (int8), cuda (float16), or auto: cuda when a GPU answers, else cpu",
+    )  # fmt: skip
+    parser.add_argument(
+        "--backend", choices=("ct2", "torch"), default="ct2",
+        help="ct2: CTranslate2 (default); torch: PyTorch, greedy decoding "
+        "(needs byoa-skills[torch])",
     )  # fmt: skip
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"),
@@ -49,20 +54,12 @@ def resolve_model(args: argparse.Namespace) -> tuple[str, Path, str] | None:
     except ModelError as error:
         print(f"byoa-skills: {error.code}: {error.message}", file=sys.stderr)
         return None
-    return args.model, folder, resolve_device(args.device)
+    return args.model, folder, resolve_device(args.device, getattr(args, "backend", "ct2"))
 
 
-def resolve_device(device: str) -> str:
-    """``cpu`` or ``cuda``; ``auto`` tries CUDA and falls back to the CPU with a logged reason."""
-    if device != "auto":
-        return device
-    try:
-        import ctranslate2
+def resolve_device(device: str, backend: str = "ct2") -> str:
+    """``cpu`` or ``cuda``; ``auto`` tries a computation on CUDA with ``backend``'s library and
+    falls back to the CPU with a logged reason (see :mod:`byoa_skills.runtimes.devices`)."""
+    from byoa_skills.runtimes.devices import resolve_device as resolve
 
-        if ctranslate2.get_cuda_device_count() > 0:
-            return "cuda"
-        reason = "no CUDA device"
-    except Exception as error:  # any failure to find a GPU means the CPU
-        reason = f"{type(error).__name__}: {error}"
-    logging.getLogger("byoa_skills").info("event=device-auto chosen=cpu reason=%r", reason)
-    return "cpu"
+    return resolve(device, backend)

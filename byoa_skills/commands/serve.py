@@ -28,8 +28,9 @@ from byoa_skills.wallet_shim.sites import SiteStore
 from .common import add_model_arguments, configure_logging, resolve_model
 
 DEFAULT_PORT = 8787
-#: Calls a worker decodes together by default (chosen from byoa-bench's batch figures).
-DEFAULT_MAX_BATCH = 4
+#: Calls a worker decodes together by default, by device: on the CPU batches did not pay
+#: (``byoa-bench batch``, docs/pool.md); a GPU decodes a batch in about the time of one clip.
+DEFAULT_MAX_BATCH = {"cpu": 1, "cuda": 16}
 log = logging.getLogger("byoa_skills.serve")
 
 
@@ -58,8 +59,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
     parser.add_argument("--queue", type=int, default=64, help="calls that may wait (default 64)")
     parser.add_argument(
-        "--max-batch", type=int, default=DEFAULT_MAX_BATCH,
-        help=f"calls a worker decodes together (default {DEFAULT_MAX_BATCH}; 1: no batching)",
+        "--max-batch", type=int, default=None,
+        help="calls a worker decodes together (default 1 on the CPU, 16 on CUDA; 1: no "
+        "batching)",
     )  # fmt: skip
     parser.add_argument(
         "--batch-window-ms", type=float, default=0.0,
@@ -94,9 +96,10 @@ def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) 
     model_name, model_dir, device = model
     workers, _ = default_layout(device)
     config = PoolConfig(
-        model_dir=model_dir, model_name=model_name, device=device,
+        model_dir=model_dir, model_name=model_name, device=device, backend=args.backend,
         workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
-        max_batch=args.max_batch, batch_window=args.batch_window_ms / 1000,
+        max_batch=args.max_batch or DEFAULT_MAX_BATCH[device],
+        batch_window=args.batch_window_ms / 1000,
         encoder_seconds=args.encoder_seconds,
     )  # fmt: skip
     token = api_token(args.token)

@@ -50,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     from byoa_skills.runtimes import RuntimeRefusal, load_backend
 
     name, folder, device = model
-    backend = load_backend(folder, model_name=name, device=device, cpu_threads=args.threads)
+    backend = load_backend(
+        folder, model_name=name, device=device, cpu_threads=args.threads, backend=args.backend
+    )
     status = EXIT_VALID
     for path in args.files:
         report: dict[str, Any] = {"file": path, "ok": False, "code": None, "message": None}

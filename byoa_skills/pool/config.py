@@ -33,6 +33,8 @@ class PoolConfig:
     model_name: str = "base"
     device: str = "cpu"
     compute_type: str = "default"
+    #: The speech backend each worker loads: ``ct2`` (CTranslate2) or ``torch`` (PyTorch).
+    backend: str = "ct2"
     workers: int = field(default_factory=lambda: default_layout()[0])
     threads_per_worker: int = 1
     #: Calls waiting for a worker beyond this are refused with ``queue-full``.

@@ -82,15 +82,21 @@ def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
 
 
 def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
     from byoa_skills.runtimes import DecodeOptions, load_backend
 
+    options = DecodeOptions(encoder_seconds=config.encoder_seconds)
+    if config.backend == "torch":
+        options = replace(options, beam_size=1)  # it decodes greedily
     return load_backend(
         config.model_dir,
         model_name=config.model_name,
         device=config.device,
         compute_type=config.compute_type,
         cpu_threads=config.threads_per_worker,
-        options=DecodeOptions(encoder_seconds=config.encoder_seconds),
+        options=options,
+        backend=config.backend,
     )
 
 

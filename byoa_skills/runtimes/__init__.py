@@ -2,17 +2,19 @@
 
 :class:`SpeechBackend` is the interface, :class:`Transcript` its answer, :class:`DecodeOptions`
 the decoding options, :func:`load_backend` the way to get a loaded backend for a model folder.
-Importing this package does not import faster-whisper, CTranslate2 or onnxruntime: a backend
-imports them when it is loaded.
+Importing this package does not import faster-whisper, CTranslate2, onnxruntime, torch or
+transformers: a backend imports them when it is loaded.
 """
 
 from .base import SAMPLE_RATE, SpeechBackend, Transcript, check_samples
 from .errors import CODES, RuntimeRefusal
-from .factory import load_backend
+from .factory import BACKENDS, load_backend
 from .options import DecodeOptions
 from .whisper_ct2 import DEFAULT_COMPUTE_TYPES, DEVICES, WhisperCT2Backend
+from .whisper_torch import WhisperTorchBackend
 
 __all__ = [
+    "BACKENDS",
     "CODES",
     "DEFAULT_COMPUTE_TYPES",
     "DEVICES",
@@ -22,6 +24,7 @@ __all__ = [
     "SpeechBackend",
     "Transcript",
     "WhisperCT2Backend",
+    "WhisperTorchBackend",
     "check_samples",
     "load_backend",
 ]
