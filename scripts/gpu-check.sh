@@ -64,4 +64,8 @@ BYOA_TEST_TORCH_DEVICE=cuda timeout 300 "$python" -m pytest -q -p no:cacheprovid
     || status=1
 timeout 300 "$python" scripts/gpu_bench.py --device cuda --out "$out" 2>&1 \
     | tee "$out/gpu-bench.txt" || status=1
+# The CTranslate2 engine on CUDA too: one GPU worker, batches of up to 16 calls (serve's
+# default on CUDA), latency by clip and a concurrency sweep.
+timeout 180 "$python" -m byoa_skills.bench.cli gpu --quick --no-plots --out "$out/byoa-bench" \
+    2>&1 | tail -30 | tee "$out/byoa-bench.txt" || status=1
 exit "$status"
