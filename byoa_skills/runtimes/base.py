@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,14 +46,39 @@ class SpeechBackend(ABC):
     def languages(self) -> frozenset[str]:
         """The language codes the loaded model can transcribe."""
 
-    @abstractmethod
     def transcribe(self, samples: np.ndarray, language: str | None = None) -> Transcript:
         """The text spoken in ``samples`` (1-D float32, 16 kHz, scaled to [-1, 1]).
 
         ``language`` is the code of the language spoken, or ``None`` to detect it. Raises
         :class:`RuntimeRefusal` with code ``bad-samples`` or ``unsupported-language`` before
-        running the model when the call cannot be answered.
+        running the model when the call cannot be answered. It is a batch of one: the text is
+        the one :meth:`transcribe_batch` gives the clip in any batch.
         """
+        (answer,) = self.transcribe_batch([(samples, language)])
+        if isinstance(answer, RuntimeRefusal):
+            raise answer
+        return answer
+
+    @abstractmethod
+    def transcribe_batch(
+        self, items: Sequence[tuple[np.ndarray, str | None]]
+    ) -> list[Transcript | RuntimeRefusal]:
+        """Each ``(samples, language)`` clip's answer, in order, decoded together; a clip
+        that cannot be answered gets its :class:`RuntimeRefusal` in its place and costs the
+        others nothing."""
+
+
+def check_call(
+    samples: object, language: str | None, languages: frozenset[str], model_name: str
+) -> None:
+    """Refuse a clip before any model runs: ``bad-samples`` (see :func:`check_samples`), or
+    ``unsupported-language`` for a language not in ``languages``."""
+    check_samples(samples)
+    if language is not None and language not in languages:
+        raise RuntimeRefusal(
+            "unsupported-language",
+            f"the model {model_name} cannot transcribe language {language!r}",
+        )
 
 
 def check_samples(samples: object) -> np.ndarray:

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import SpeechBackend, Transcript, check_samples
+from .base import SpeechBackend, Transcript, check_call
 from .errors import RuntimeRefusal
 from .options import DecodeOptions
+from .vad import load_vad, speech_only
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -102,14 +103,7 @@ class WhisperCT2Backend(SpeechBackend):
         english = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", "en")
         self._suppress_tokens = tuple(get_suppressed_tokens(english, [-1]))
         if self.options.vad_filter:
-            from faster_whisper.vad import VadOptions, get_vad_model
-
-            get_vad_model()  # loads the Silero model shipped inside faster-whisper, once
-            self._vad_options = VadOptions(
-                threshold=self.options.vad_threshold,
-                min_silence_duration_ms=self.options.vad_min_silence_ms,
-                speech_pad_ms=self.options.vad_speech_pad_ms,
-            )
+            self._vad_options = load_vad(self.options)
         self._languages = frozenset(languages)
         self._model = model
 
@@ -127,16 +121,6 @@ class WhisperCT2Backend(SpeechBackend):
     def multilingual(self) -> bool:
         """Whether the loaded model detects and transcribes languages other than English."""
         return self._require_model().model.is_multilingual
-
-    def transcribe(self, samples: np.ndarray, language: str | None = None) -> Transcript:
-        """The text spoken in ``samples``; see :meth:`SpeechBackend.transcribe`.
-
-        A clip in which the VAD finds no speech is answered ``""`` without running Whisper.
-        """
-        (answer,) = self.transcribe_batch([(samples, language)])
-        if isinstance(answer, RuntimeRefusal):
-            raise answer
-        return answer
 
     def transcribe_batch(
         self, items: Sequence[tuple[np.ndarray, str | None]]
@@ -157,16 +141,11 @@ class WhisperCT2Backend(SpeechBackend):
         windows: list[tuple[int, np.ndarray, str | None]] = []
         for index, (samples, language) in enumerate(items):
             try:
-                check_samples(samples)
-                if language is not None and language not in self._languages:
-                    raise RuntimeRefusal(
-                        "unsupported-language",
-                        f"the model {self.name} cannot transcribe language {language!r}",
-                    )
+                check_call(samples, language, self._languages, self.name)
             except RuntimeRefusal as refusal:
                 answers[index] = refusal
                 continue
-            audio = self._speech_only(samples) if self.options.vad_filter else samples
+            audio = speech_only(samples, self._vad_options) if self.options.vad_filter else samples
             if audio.size == 0:
                 answers[index] = _transcript("", language, 1.0 if language else 0.0, began)
                 continue
@@ -262,16 +241,6 @@ class WhisperCT2Backend(SpeechBackend):
         if self._model is None:
             raise RuntimeError("the backend is not loaded: call load() first")
         return self._model
-
-    def _speech_only(self, samples: np.ndarray) -> np.ndarray:
-        from faster_whisper.vad import get_speech_timestamps
-
-        if samples.size == 0:
-            return samples
-        chunks = get_speech_timestamps(samples, self._vad_options)
-        if not chunks:
-            return samples[:0]
-        return np.concatenate([samples[chunk["start"] : chunk["end"]] for chunk in chunks])
 
 
 def _transcript(text: str, language: str | None, probability: float, began: float) -> Transcript:

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import SpeechBackend, Transcript, check_samples
+from .base import SpeechBackend, Transcript, check_call
 from .errors import RuntimeRefusal
 from .options import DecodeOptions
 from .torch_weights import WhisperWeights, load_whisper_weights
+from .vad import load_vad, speech_only
 
 if TYPE_CHECKING:
     import torch
@@ -154,14 +155,7 @@ class WhisperTorchBackend(SpeechBackend):
         self._features = FeatureExtractor(feature_size=n_mels)
         self._batch_bound = self._max_batch_size or self._default_batch_bound(model)
         if self.options.vad_filter:
-            from faster_whisper.vad import VadOptions, get_vad_model
-
-            get_vad_model()  # loads the Silero model shipped inside faster-whisper, once
-            self._vad_options = VadOptions(
-                threshold=self.options.vad_threshold,
-                min_silence_duration_ms=self.options.vad_min_silence_ms,
-                speech_pad_ms=self.options.vad_speech_pad_ms,
-            )
+            self._vad_options = load_vad(self.options)
         self._weights_converted = weights.converted
         self._model = model
 
@@ -197,16 +191,6 @@ class WhisperTorchBackend(SpeechBackend):
         """The loaded transformers ``WhisperForConditionalGeneration``."""
         return self._require_model()
 
-    def transcribe(self, samples: np.ndarray, language: str | None = None) -> Transcript:
-        """The text spoken in ``samples``; see :meth:`SpeechBackend.transcribe`.
-
-        A clip in which the VAD finds no speech is answered ``""`` without running Whisper.
-        """
-        (answer,) = self.transcribe_batch([(samples, language)])
-        if isinstance(answer, RuntimeRefusal):
-            raise answer
-        return answer
-
     def transcribe_batch(
         self, items: Sequence[tuple[np.ndarray, str | None]]
     ) -> list[Transcript | RuntimeRefusal]:
@@ -225,11 +209,11 @@ class WhisperTorchBackend(SpeechBackend):
         pending: list[tuple[int, np.ndarray, str | None]] = []
         for index, (samples, language) in enumerate(items):
             try:
-                self._check(samples, language)
+                check_call(samples, language, self._languages, self.name)
             except RuntimeRefusal as refusal:
                 answers[index] = refusal
                 continue
-            audio = self._speech_only(samples) if self.options.vad_filter else samples
+            audio = speech_only(samples, self._vad_options) if self.options.vad_filter else samples
             if audio.size == 0:
                 answers[index] = _Heard("", language, 1.0 if language else 0.0)
             else:
@@ -246,28 +230,10 @@ class WhisperTorchBackend(SpeechBackend):
             if a is not None
         ]
 
-    def _check(self, samples: object, language: str | None) -> None:
-        check_samples(samples)
-        if language is not None and language not in self._languages:
-            raise RuntimeRefusal(
-                "unsupported-language",
-                f"the model {self.name} cannot transcribe language {language!r}",
-            )
-
     def _require_model(self) -> Any:
         if self._model is None:
             raise RuntimeError("the backend is not loaded: call load() first")
         return self._model
-
-    def _speech_only(self, samples: np.ndarray) -> np.ndarray:
-        from faster_whisper.vad import get_speech_timestamps
-
-        if samples.size == 0:
-            return samples
-        chunks = get_speech_timestamps(samples, self._vad_options)
-        if not chunks:
-            return samples[:0]
-        return np.concatenate([samples[chunk["start"] : chunk["end"]] for chunk in chunks])
 
     def _window(self, audio: np.ndarray) -> np.ndarray:
         """The log-Mel features of the clip's first 30 s window, padded to 30 s: exactly what
