@@ -13,6 +13,7 @@
 # (then remove any torch wheel from it: the GPU machine's own PyTorch stays). Instead of the
 # model bundles, BYOA_SKILLS_MODEL_DIRS may name folders that hold base/ and tiny.en/.
 # Runs in about 3 to 5 minutes on an NVIDIA H200; each step has its own time limit.
+# GPU_CHECK_DEVICE=cpu runs the same steps on the CPU, small, to check the script itself.
 set -euo pipefail
 
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
@@ -58,11 +59,14 @@ print(json.dumps({
 }))
 EOF
 
+device=${GPU_CHECK_DEVICE:-cuda}
+bench_size=()
+[[ "$device" == cpu ]] && bench_size=(--quick --batches 1,2)
 status=0
-BYOA_TEST_TORCH_DEVICE=cuda timeout 300 "$python" -m pytest -q -p no:cacheprovider \
+BYOA_TEST_TORCH_DEVICE=$device timeout 300 "$python" -m pytest -q -p no:cacheprovider \
     tests/test_runtime_torch.py tests/test_ct2_weights.py 2>&1 | tee "$out/pytest.txt" \
     || status=1
-timeout 300 "$python" scripts/gpu_bench.py --device cuda --out "$out" 2>&1 \
+timeout 300 "$python" scripts/gpu_bench.py --device "$device" "${bench_size[@]}" --out "$out" 2>&1 \
     | tee "$out/gpu-bench.txt" || status=1
 # The CTranslate2 engine on CUDA too: one GPU worker, batches of up to 16 calls (serve's
 # default on CUDA), latency by clip and a concurrency sweep.
