@@ -215,14 +215,7 @@ class SkillEngine:
     async def _generate(self, call: PreparedCall, on_chunk: ChunkHook | None) -> CallResult:
         if self.text is None or call.messages is None:
             return CallResult.refused("skill-unavailable", "no text sources are set up")
-        request = TextCall(
-            model=call.model or call.params.get("model"),
-            messages=call.messages,
-            max_tokens=call.params.get("maxTokens", DEFAULT_ANSWER_TOKENS),
-            choices=call.params.get("choices", 1),
-            temperature=call.params.get("temperature"),
-            deadline=call.deadline or MAX_DEADLINE_SECONDS,
-        )
+        request = _text_call(call)
         facts: dict[str, float | str] = {"text_chars": call.text_chars or 0}
         try:
             answer = await self.text.generate(request, on_chunk)
@@ -234,9 +227,8 @@ class SkillEngine:
         facts.update(model=answer.model, tokens=answer.completion_tokens)
         if answer.first_piece_seconds is not None:
             facts["first_ms"] = round(answer.first_piece_seconds * 1000, 1)
-        receipt = {"cost": f"{format(answer.cost, 'f')} USD", "provider": answer.provider}
-        if not answer.cost:
-            receipt["cost"] = "0.000 USD"
+        cost = format(answer.cost, "f") if answer.cost else "0.000"
+        receipt = {"cost": f"{cost} USD", "provider": answer.provider}
         return CallResult(ok=True, output=output, receipt=receipt, facts=facts)
 
     async def price(self, call: PreparedCall) -> tuple[str, Decimal]:
@@ -244,10 +236,10 @@ class SkillEngine:
         call costs nothing; a text call costs what its source's listed prices say."""
         if call.skill != TEXT_GENERATE or self.text is None:
             return "local-model", Decimal(0)
+        request = _text_call(call)
         return await self.text.estimate(
-            call.model or call.params.get("model"), call.text_chars or 0,
-            call.params.get("maxTokens", DEFAULT_ANSWER_TOKENS), call.params.get("choices", 1),
-        )  # fmt: skip
+            request.model, call.text_chars or 0, request.max_tokens, request.choices
+        )
 
     def report(self, skill: Any, result: CallResult, seconds: float) -> None:
         """Log one answered call (never its audio or text) and count it in the metrics."""
@@ -257,6 +249,18 @@ class SkillEngine:
         log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, seconds * 1000, facts)
         if self._on_call:
             self._on_call(name, outcome, seconds, float(result.facts.get("clip_s", 0.0)))
+
+
+def _text_call(call: PreparedCall) -> TextCall:
+    """What a prepared text call asks of the text runtime, with the defaults filled in."""
+    return TextCall(
+        model=call.model or call.params.get("model"),
+        messages=call.messages or [],
+        max_tokens=call.params.get("maxTokens", DEFAULT_ANSWER_TOKENS),
+        choices=call.params.get("choices", 1),
+        temperature=call.params.get("temperature"),
+        deadline=call.deadline or MAX_DEADLINE_SECONDS,
+    )
 
 
 def checked_messages(skill_input: Any) -> list[dict[str, str]]:

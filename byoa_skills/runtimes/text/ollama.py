@@ -16,6 +16,7 @@ from .wire import (
     ChatRequest,
     DeltaHook,
     ModelInfo,
+    get_json,
     json_object,
     lines,
     refusal_of,
@@ -35,10 +36,7 @@ class OllamaWire:
         self, session: aiohttp.ClientSession, source: TextSource
     ) -> list[ModelInfo]:
         """The models ``/api/tags`` lists, by their full names."""
-        async with session.get(f"{source.url}/api/tags") as response:
-            if response.status != 200:
-                raise await refusal_of(response, source)
-            body = json_object(await response.read(), "the model list")
+        body = await get_json(session, f"{source.url}/api/tags", source, "the model list")
         models = body.get("models")
         if not isinstance(models, list):
             raise TextFailure("upstream-malformed", "the model list has no models array")

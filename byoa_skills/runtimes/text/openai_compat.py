@@ -17,6 +17,7 @@ from .wire import (
     DeltaHook,
     ModelInfo,
     error_message,
+    get_json,
     json_object,
     refusal_of,
     sse_data,
@@ -46,10 +47,9 @@ class OpenAICompatibleWire:
         self, session: aiohttp.ClientSession, source: TextSource
     ) -> list[ModelInfo]:
         """The ids of ``GET {url}/models``, with prices where the entries state them."""
-        async with session.get(f"{source.url}/models", headers=self.headers(source)) as response:
-            if response.status != 200:
-                raise await refusal_of(response, source)
-            body = json_object(await response.read(), "the model list")
+        body = await get_json(
+            session, f"{source.url}/models", source, "the model list", self.headers(source)
+        )
         entries = body.get("data")
         if not isinstance(entries, list):
             raise TextFailure("upstream-malformed", "the model list has no data array")

@@ -127,6 +127,20 @@ def json_object(text: str | bytes, what: str) -> dict[str, Any]:
     return value
 
 
+async def get_json(
+    session: aiohttp.ClientSession,
+    url: str,
+    source: TextSource,
+    what: str,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``GET url`` as a JSON object; an HTTP error as :func:`refusal_of` says."""
+    async with session.get(url, headers=headers or {}) as response:
+        if response.status != 200:
+            raise await refusal_of(response, source)
+        return json_object(await response.read(), what)
+
+
 async def refusal_of(response: aiohttp.ClientResponse, source: TextSource) -> TextFailure:
     """The failure an HTTP error status means: ``unknown-model`` for a 404 about the model,
     ``upstream-refused`` for another 4xx, ``upstream-failed`` for the rest."""
