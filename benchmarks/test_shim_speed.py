@@ -19,12 +19,12 @@ from grants import GEO_MANIFEST, grant
 from speech import skill_input
 
 from byoa_skills.skills import LOCAL_RECEIPT, CallResult, PreparedCall, SkillEngine
-from byoa_skills.wallet_shim.activity import ActivityLog
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.clock import now_ms
+from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.gate import Measured, admit, finish
 from byoa_skills.wallet_shim.grants import build_grant
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wallet_shim.sites import SiteStore
-from byoa_skills.wallet_shim.timestamps import now_ms
 
 #: The geography game, and one call every 2 s: within its 40 calls a minute.
 SPACING_MS = 2000
@@ -44,7 +44,7 @@ class InstantEngine(SkillEngine):
 @pytest.mark.benchmark(group="shim")
 def test_gate_check_and_record(benchmark) -> None:  # type: ignore[no-untyped-def]
     built = build_grant("https://a.example", GEO_MANIFEST, grant(expiresAt=FAR), now_ms())
-    call = Measured("audio.transcribe", {}, 3.2, None, "local-model", Decimal(0))
+    call = Measured("audio.transcribe", {}, {"clipSeconds": 3.2}, "local-model", Decimal(0))
     loop = asyncio.new_event_loop()
     clock = iter(range(now_ms(), 2**62, SPACING_MS))
 

@@ -49,7 +49,7 @@ import json
 
 import torch
 
-from byoa_skills.runtimes.devices import resolve_device
+from byoa_skills.runtimes.speech.devices import resolve_device
 
 print(json.dumps({
     "torch": torch.__version__,

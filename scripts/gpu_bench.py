@@ -69,7 +69,7 @@ def model_folder(name: str, folder: str | None) -> Path:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from byoa_skills.runtimes import WhisperTorchBackend
+    from byoa_skills.runtimes.speech import WhisperTorchBackend
 
     began = time.perf_counter()
     backend = WhisperTorchBackend(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from byoa_skills.runtimes import DecodeOptions, WhisperCT2Backend
+from byoa_skills.runtimes.speech import DecodeOptions, WhisperCT2Backend
 
 CLIPS = Path(__file__).resolve().parent.parent / "tests" / "data" / "speech"
 

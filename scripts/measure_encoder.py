@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from speech import CLIPS, SPEECH, words
 
 from byoa_skills.models import ensure_model
-from byoa_skills.runtimes import load_backend
+from byoa_skills.runtimes.speech import load_backend
 from byoa_skills.wav import parse_wav
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpu_bench import batch_of, model_folder, speech_clips
 
-from byoa_skills.runtimes import DecodeOptions, WhisperCT2Backend
+from byoa_skills.runtimes.speech import DecodeOptions, WhisperCT2Backend
 
 GREEDY = DecodeOptions(beam_size=1)
 LENGTHS = (1.0, 5.0, 15.0)
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers  # noqa: F401
 
-    from byoa_skills.runtimes import WhisperTorchBackend
+    from byoa_skills.runtimes.speech import WhisperTorchBackend
 
     imported = time.perf_counter() - began
     with tempfile.TemporaryDirectory() as scratch:

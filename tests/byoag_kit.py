@@ -15,8 +15,8 @@ from typing import Any
 import jwt
 from jwt.algorithms import OKPAlgorithm
 
-from byoa_skills.platform_demo import DEMO_ACCOUNT, DemoPlatform, start_platform
-from byoa_skills.wallet_shim.byoag import PlatformHost, RegistrationStore, check_platform_host
+from byoa_skills.byoag import PlatformHost, RegistrationStore, check_platform_host
+from byoa_skills.demos.platform import DEMO_ACCOUNT, DemoPlatform, start_platform
 
 
 class Clock:

@@ -49,7 +49,7 @@ def _whisper_model(model_dir: str, threads: int) -> Any:
 def faster_whisper_text(model_dir: Path, samples: Any, language: str, threads: int) -> str:
     """The text faster-whisper's own ``WhisperModel.transcribe`` gives with the engine's
     decoding options (the reference the engine's answers are compared with)."""
-    from byoa_skills.runtimes import DecodeOptions
+    from byoa_skills.runtimes.speech import DecodeOptions
 
     options = DecodeOptions()
     segments, _ = _whisper_model(str(model_dir), threads).transcribe(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from byoa_skills.commands import activity as activity_command
-from byoa_skills.wallet_shim.activity import FORBIDDEN_KEYS, ActivityLog
+from byoa_skills.store.activity import FORBIDDEN_KEYS, ActivityLog
 
 GAME = "https://game.example.org"
 OTHER = "http://localhost:8080"
@@ -184,7 +184,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from byoa_skills.wallet_shim.activity import ActivityLog
+    from byoa_skills.store.activity import ActivityLog
 
     folder, name, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     max_bytes, count = int(sys.argv[4]), int(sys.argv[5])

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from byoag_kit import Clock
 
-from byoa_skills.wallet_shim.byoag import ByoagError
-from byoa_skills.wallet_shim.byoag.code_input import HeldCodes, clean_code, read_code
-from byoa_skills.wallet_shim.byoag.keys import load_key, new_key, save_key
+from byoa_skills.byoag import ByoagError
+from byoa_skills.byoag.code_input import HeldCodes, clean_code, read_code
+from byoa_skills.byoag.keys import load_key, new_key, save_key
 
 
 def test_the_code_is_read_at_a_protected_prompt(monkeypatch: pytest.MonkeyPatch) -> None:

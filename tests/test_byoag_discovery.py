@@ -16,11 +16,11 @@ from aiohttp import web
 from byoag_kit import running_platform, store_in
 from jwt.algorithms import OKPAlgorithm
 
-from byoa_skills.platform_demo import DemoPlatform
-from byoa_skills.platform_demo.signing import canonical_json, new_signing_key, signed_descriptor
-from byoa_skills.wallet_shim.byoag import ByoagError, check_platform_host, pair
-from byoa_skills.wallet_shim.byoag.discovery import Descriptor, discover
-from byoa_skills.wallet_shim.byoag.transport import platform_client
+from byoa_skills.byoag import ByoagError, check_platform_host, pair
+from byoa_skills.byoag.discovery import Descriptor, discover
+from byoa_skills.byoag.transport import platform_client
+from byoa_skills.demos.platform import DemoPlatform
+from byoa_skills.demos.platform.signing import canonical_json, new_signing_key, signed_descriptor
 
 Responder = Callable[[int], web.StreamResponse]
 

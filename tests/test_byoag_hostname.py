@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from byoa_skills.wallet_shim.byoag import check_platform_host
+from byoa_skills.byoag import check_platform_host
 
 
 @pytest.mark.parametrize(

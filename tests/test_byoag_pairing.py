@@ -13,12 +13,12 @@ import aiohttp
 import pytest
 from byoag_kit import Clock, host_of, new_code, running_platform, store_in
 
-from byoa_skills.platform_demo import CONFIRMATION_MODE, DEMO_ACCOUNT, DemoPlatform
-from byoa_skills.wallet_shim.byoag import ByoagError, Registration, pair, platform_request, revoke
-from byoa_skills.wallet_shim.byoag import connector as connector_module
-from byoa_skills.wallet_shim.byoag.connector import Waiting
-from byoa_skills.wallet_shim.byoag.dpop import make_proof
-from byoa_skills.wallet_shim.byoag.registrations import RegistrationStore
+from byoa_skills.byoag import ByoagError, Registration, pair, platform_request, revoke
+from byoa_skills.byoag import connector as connector_module
+from byoa_skills.byoag.connector import Waiting
+from byoa_skills.byoag.dpop import make_proof
+from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.demos.platform import CONFIRMATION_MODE, DEMO_ACCOUNT, DemoPlatform
 
 
 async def whoami(
@@ -223,7 +223,7 @@ def test_too_many_attempts_are_pairing_rate_limited(tmp_path: Path) -> None:
 
 
 def test_codes_per_account_are_rate_limited() -> None:
-    from byoa_skills.platform_demo import PlatformRefusal
+    from byoa_skills.demos.platform import PlatformRefusal
 
     platform = DemoPlatform("http://localhost:1", codes_per_minute=2)
     new_code(platform), new_code(platform)

@@ -25,11 +25,11 @@ from byoag_kit import (
 )
 from joserfc.jwk import OKPKey
 
-from byoa_skills.platform_demo import DemoPlatform
-from byoa_skills.wallet_shim.byoag import ByoagError, Registration, pair, platform_request
-from byoa_skills.wallet_shim.byoag import connector as connector_module
-from byoa_skills.wallet_shim.byoag.dpop import make_proof
-from byoa_skills.wallet_shim.byoag.keys import new_key, public_jwk, save_key
+from byoa_skills.byoag import ByoagError, Registration, pair, platform_request
+from byoa_skills.byoag import connector as connector_module
+from byoa_skills.byoag.dpop import make_proof
+from byoa_skills.byoag.keys import new_key, public_jwk, save_key
+from byoa_skills.demos.platform import DemoPlatform
 
 #: ``attack(context) -> (headers, method, path)`` of one request to the protected resource.
 Attack = Callable[[dict[str, Any]], tuple[dict[str, str], str, str]]

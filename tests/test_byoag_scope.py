@@ -14,16 +14,16 @@ from aiohttp import web
 from fake_sources import RunningServer, ollama_app, serving
 from textkit import sources_file
 
+from byoa_skills.byoag.keys import PairwiseKeys
+from byoa_skills.byoag.registrations import Registration, RegistrationStore
+from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.runtimes.text import SourceStore, TextRuntime
 from byoa_skills.serve.app import build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.skills import CallResult, SkillEngine
-from byoa_skills.wallet_shim.activity import ActivityLog
-from byoa_skills.wallet_shim.byoag.keys import PairwiseKeys
-from byoa_skills.wallet_shim.byoag.registrations import Registration, RegistrationStore
-from byoa_skills.wallet_shim.byoag.scope import RegistrationCalls
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wallet_shim.sites import SiteStore
 
 TOKEN = "scope-test-token"
 MESSAGES = {"messages": [{"role": "user", "content": "hello there"}]}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from byoa_skills.models import model_path
-from byoa_skills.runtimes.ct2_weights import (
+from byoa_skills.runtimes.speech.ct2_weights import (
     Ct2FormatError,
     read_ct2_model,
     read_ct2_variables,

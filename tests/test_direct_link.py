@@ -19,11 +19,11 @@ import aiohttp
 from engine import TOKEN, Engine, free_port, start_engine
 from speech import SPEECH
 
-from byoa_skills.site_demo.app import start_site
-from byoa_skills.site_demo.demo import SiteDemo
-from byoa_skills.site_demo.manifest import build_link
-from byoa_skills.wallet_shim.activity import ActivityLog
-from byoa_skills.wallet_shim.sites import SiteStore
+from byoa_skills.demos.site.app import start_site
+from byoa_skills.demos.site.demo import SiteDemo
+from byoa_skills.demos.site.manifest import build_link
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.sites import SiteStore
 
 NORWAY = (SPEECH / "country-norway.wav").read_bytes()
 JFK = (SPEECH / "jfk.wav").read_bytes()

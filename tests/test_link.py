@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from byoa_skills.commands import link as link_command
-from byoa_skills.wallet_shim.link import CODES, LinkCheck, check_link
+from byoa_skills.directlink.check import CODES, LinkCheck, check_link
 
 ROOT = Path(__file__).resolve().parent.parent
 

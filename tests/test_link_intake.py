@@ -15,13 +15,13 @@ import pytest
 from aiohttp import web
 from grants import GEO_MANIFEST
 
+from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
+from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.skills import SkillEngine
-from byoa_skills.wallet_shim.activity import ActivityLog
-from byoa_skills.wallet_shim.addresses import AddressRefused, PinnedResolver, resolve_public
-from byoa_skills.wallet_shim.links import LinkIntake
-from byoa_skills.wallet_shim.pairings import PairingStore, RecentCodes
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.link_pairings import PairingStore, RecentCodes
+from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wallet_shim.sites import SiteStore
 
 
 def make_link(port: int, manifest: dict[str, Any] = GEO_MANIFEST) -> str:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from byoa_skills import paths
 from byoa_skills.models import (
     CATALOG,
     CODES,
@@ -40,6 +39,7 @@ from byoa_skills.models import (
 )
 from byoa_skills.models.cli import add_models_parser, main, run_models
 from byoa_skills.models.locking import file_lock
+from byoa_skills.store import paths
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_VARS = ("BYOA_SKILLS_HOME", "BYOA_SKILLS_MODELS", "BYOA_SKILLS_MODEL_DIRS", "HF_HUB_CACHE")
@@ -492,7 +492,7 @@ def test_assembled_model_loads_in_ctranslate2(session_cache: dict[str, object]) 
 
 def test_import_stays_light() -> None:
     code = (
-        "import sys, byoa_skills.models, byoa_skills.paths\n"
+        "import sys, byoa_skills.models, byoa_skills.store.paths\n"
         "heavy = {'rich', 'platformdirs', 'huggingface_hub', 'faster_whisper', 'numpy'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )

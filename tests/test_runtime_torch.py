@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from byoa_skills.models import model_path
-from byoa_skills.runtimes import (
+from byoa_skills.runtimes.speech import (
     DecodeOptions,
     RuntimeRefusal,
     SpeechBackend,
@@ -32,10 +32,10 @@ from byoa_skills.runtimes import (
     WhisperTorchBackend,
     load_backend,
 )
-from byoa_skills.runtimes import devices as devices_module
-from byoa_skills.runtimes.ct2_weights import read_ct2_variables
-from byoa_skills.runtimes.devices import resolve_device
-from byoa_skills.runtimes.torch_weights import (
+from byoa_skills.runtimes.speech import devices as devices_module
+from byoa_skills.runtimes.speech.ct2_weights import read_ct2_variables
+from byoa_skills.runtimes.speech.devices import resolve_device
+from byoa_skills.runtimes.speech.torch_weights import (
     CACHE_NAME,
     RECORD_NAME,
     load_whisper_weights,
@@ -384,7 +384,7 @@ def test_device_auto_uses_the_gpu_only_when_it_computes(
 def test_importing_the_runtimes_imports_no_torch() -> None:
     heavy = ["torch", "transformers", "safetensors", "faster_whisper", "ctranslate2"]
     probe = (
-        "import json, sys; import byoa_skills.runtimes; "
+        "import json, sys; import byoa_skills.runtimes.speech; "
         "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))"
     )
     done = subprocess.run(
@@ -398,7 +398,7 @@ def test_importing_the_runtimes_imports_no_torch() -> None:
 def test_a_folder_that_cannot_be_written_converts_in_memory(
     model_dir: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from byoa_skills.runtimes import torch_weights
+    from byoa_skills.runtimes.speech import torch_weights
 
     def read_only(path: Path) -> None:
         raise PermissionError(13, "Permission denied", str(path))

@@ -21,7 +21,7 @@ import pytest
 from speech import faster_whisper_text
 
 from byoa_skills.models import model_path
-from byoa_skills.runtimes import (
+from byoa_skills.runtimes.speech import (
     CODES,
     DecodeOptions,
     RuntimeRefusal,

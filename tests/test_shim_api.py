@@ -17,7 +17,7 @@ from engine import TOKEN, Engine, call_ws
 from grants import GEO_MANIFEST, grant, in_seconds, manifest
 from speech import skill_input
 
-from byoa_skills.wallet_shim.sites import SiteStore
+from byoa_skills.store.sites import SiteStore
 
 JFK = skill_input("jfk.wav")  # 11 s of speech
 HELLO = skill_input("en-hello.wav")

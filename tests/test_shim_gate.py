@@ -19,12 +19,12 @@ from speech import skill_input
 from byoa_skills.models import model_path
 from byoa_skills.pool import PoolConfig, WorkerPool
 from byoa_skills.skills import PreparedCall, SkillEngine
-from byoa_skills.wallet_shim.activity import ActivityLog
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.clock import rfc3339
+from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.gate import Measured, _decide
 from byoa_skills.wallet_shim.grants import GrantRefusal, build_grant
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wallet_shim.sites import SiteStore
-from byoa_skills.wallet_shim.timestamps import rfc3339
 
 NOW = 1_790_000_000_000  # 2026-09-21, in milliseconds
 SKILLS = ["audio.transcribe", "text.generate", "image.generate"]
@@ -98,8 +98,9 @@ def test_decisions_equal_the_reference_gate(case) -> None:  # type: ignore[no-un
         return  # the shim keeps the spend in the budget's currency; nothing to compare
     built.spent = Decimal(spent.split()[0])
     built.call_times.extend(sorted(call_times))
-    call = Measured(measured["skill"], {}, measured["clipSeconds"], measured["textChars"],
-                    measured["provider"], Decimal(measured["estimate"].split()[0]))  # fmt: skip
+    measured_input = {"clipSeconds": measured["clipSeconds"], "textChars": measured["textChars"]}
+    call = Measured(measured["skill"], {}, measured_input, measured["provider"],
+                    Decimal(measured["estimate"].split()[0]))  # fmt: skip
     decided = _decide(built, call, now)
     assert decided.decision == expected["decision"]
     assert [r["code"] for r in decided.reasons] == [r["code"] for r in expected["reasons"]]

@@ -22,7 +22,7 @@ from aiohttp import WSMsgType
 from bringyourownagent import validate_manifest
 
 from byoa_skills.commands import site_demo
-from byoa_skills.site_demo import (
+from byoa_skills.demos.site import (
     GEO_MANIFEST,
     CodeBook,
     RateLimiter,
@@ -30,8 +30,8 @@ from byoa_skills.site_demo import (
     encode_manifest,
     start_site,
 )
-from byoa_skills.site_demo.manifest import decode_manifest
-from byoa_skills.wallet_shim.link import check_link
+from byoa_skills.demos.site.manifest import decode_manifest
+from byoa_skills.directlink.check import check_link
 
 WAV = b"RIFF" + bytes(40) + b"\x01\x00" * 800  # the site passes the bytes on unread
 DATA = Path(__file__).resolve().parent / "data"

@@ -26,7 +26,7 @@ import playwright.async_api as playwright
 import pytest
 from engine import TOKEN, Engine
 
-from byoa_skills.site_demo import start_site
+from byoa_skills.demos.site import start_site
 from byoa_skills.wav import parse_wav
 
 expect = playwright.expect

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from byoa_skills import files
 from byoa_skills.commands import sites as sites_command
-from byoa_skills.wallet_shim.sites import (
+from byoa_skills.store import files
+from byoa_skills.store.sites import (
     SiteEntry,
     SiteListError,
     SiteStore,
@@ -231,7 +231,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from byoa_skills.wallet_shim.sites import SiteStore
+    from byoa_skills.store.sites import SiteStore
 
     path, name, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     store = SiteStore(path)

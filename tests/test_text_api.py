@@ -18,8 +18,8 @@ from grants import GEO_MANIFEST, grant
 from llama import LlamaServer
 from textkit import sources_file, wait_for
 
-from byoa_skills.site_demo.app import start_site
-from byoa_skills.site_demo.demo import SiteDemo
+from byoa_skills.demos.site.app import start_site
+from byoa_skills.demos.site.demo import SiteDemo
 
 QUESTION = {"messages": [{"role": "user", "content": "Name one country in South America."}]}
 ORIGIN = "https://quiz.example.org"

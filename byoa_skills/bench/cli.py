@@ -10,11 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import compare, plots, report
-from .context import settings_for
-from .progress import RichReporter
-from .runner import prepare, resolve_device, run_scenarios
-from .scenarios import names
+from byoa_skills.bench import compare, plots, report
+from byoa_skills.bench.context import settings_for
+from byoa_skills.bench.progress import RichReporter
+from byoa_skills.bench.runner import prepare, resolve_device, run_scenarios
+from byoa_skills.bench.scenarios import names
 
 
 def _levels(text: str) -> tuple[int, ...]:

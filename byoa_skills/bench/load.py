@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .stats import spread_of, summarize
+from byoa_skills.bench.stats import spread_of, summarize
 
 CallFn = Callable[[str], Awaitable[float]]
 """Sends the clip with this label and returns the seconds the client waited."""

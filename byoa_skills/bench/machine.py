@@ -91,7 +91,7 @@ def model_facts(name: str) -> dict[str, Any]:
 
 def decode_options() -> dict[str, Any]:
     """The decoding options the engine and the direct runs use (``DecodeOptions()``)."""
-    from byoa_skills.runtimes import DecodeOptions
+    from byoa_skills.runtimes.speech import DecodeOptions
 
     options = dataclasses.asdict(DecodeOptions())
     options["temperature"] = DecodeOptions.TEMPERATURE

@@ -14,7 +14,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from .context import Reporter
+from byoa_skills.bench.context import Reporter
 
 
 class RichReporter(Reporter):

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from .clips import LABELS
+from byoa_skills.bench.clips import LABELS
 
 
 def _n(value: float | None, digits: int = 3) -> str:

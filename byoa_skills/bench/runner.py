@@ -10,18 +10,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .clips import load_clips
-from .context import Context, Reporter, Settings, Skip, make_home
-from .headline import headline
-from .machine import available_cores, decode_options, machine_facts, model_facts
-from .scenarios import SCENARIOS
+from byoa_skills.bench.clips import load_clips
+from byoa_skills.bench.context import Context, Reporter, Settings, Skip, make_home
+from byoa_skills.bench.headline import headline
+from byoa_skills.bench.machine import available_cores, decode_options, machine_facts, model_facts
+from byoa_skills.bench.scenarios import SCENARIOS
 
 SCHEMA = 1
 
 
 def resolve_device(device: str) -> str:
     """``auto`` → ``cuda`` when CTranslate2 can compute on a GPU (it is tried), else ``cpu``."""
-    from byoa_skills.runtimes.devices import resolve_device as resolve
+    from byoa_skills.runtimes.speech.devices import resolve_device as resolve
 
     return resolve(device, "ct2")
 

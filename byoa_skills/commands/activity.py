@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from byoa_skills.wallet_shim.activity import ActivityLog
+from byoa_skills.store.activity import ActivityLog
 
 EXIT_OK, EXIT_USAGE = 0, 2
 DEFAULT_LIMIT = 50

@@ -11,9 +11,9 @@ import asyncio
 import json
 import sys
 
-from byoa_skills.wallet_shim.byoag.connector import revoke
-from byoa_skills.wallet_shim.byoag.registrations import Registration, RegistrationStore
-from byoa_skills.wallet_shim.links import dev_local_enabled
+from byoa_skills.byoag.connector import revoke
+from byoa_skills.byoag.registrations import Registration, RegistrationStore
+from byoa_skills.directlink.intake import dev_local_enabled
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
 

@@ -59,7 +59,7 @@ def resolve_model(args: argparse.Namespace) -> tuple[str, Path, str] | None:
 
 def resolve_device(device: str, backend: str = "ct2") -> str:
     """``cpu`` or ``cuda``; ``auto`` tries a computation on CUDA with ``backend``'s library and
-    falls back to the CPU with a logged reason (see :mod:`byoa_skills.runtimes.devices`)."""
-    from byoa_skills.runtimes.devices import resolve_device as resolve
+    falls back to the CPU with a logged reason (see :mod:`byoa_skills.runtimes.speech.devices`)."""
+    from byoa_skills.runtimes.speech.devices import resolve_device as resolve
 
     return resolve(device, backend)

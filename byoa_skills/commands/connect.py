@@ -11,14 +11,13 @@ from typing import Any
 
 import aiohttp
 
-from byoa_skills.wallet_shim.activity import ActivityLog
-from byoa_skills.wallet_shim.direct import link_origin
-from byoa_skills.wallet_shim.link import LinkCheck, check_link
-from byoa_skills.wallet_shim.links import dev_local_enabled
-from byoa_skills.wallet_shim.pairings import RecentCodes
-from byoa_skills.wallet_shim.sites import SiteStore
-
-from .serve import add_engine_arguments, api_token, run_engine
+from byoa_skills.commands.serve import add_engine_arguments, api_token, run_engine
+from byoa_skills.directlink.check import LinkCheck, check_link
+from byoa_skills.directlink.client import link_origin
+from byoa_skills.directlink.intake import dev_local_enabled
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.link_pairings import RecentCodes
+from byoa_skills.store.sites import SiteStore
 
 EXIT_CONNECTED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 _ANSWERS = {"a": "allow", "allow": "allow", "d": "decline", "decline": "decline",

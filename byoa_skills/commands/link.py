@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from byoa_skills.wallet_shim.link import MAX_LINK_CHARS, check_link
+from byoa_skills.directlink.check import MAX_LINK_CHARS, check_link
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 

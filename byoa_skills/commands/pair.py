@@ -7,17 +7,17 @@ import asyncio
 import json
 import sys
 
-from byoa_skills.skills import KNOWN_SKILLS
-from byoa_skills.wallet_shim.byoag.code_input import (
+from byoa_skills.byoag.code_input import (
     MODEL_VISIBLE_NOTICE,
     HeldCodes,
     clean_code,
     read_code,
 )
-from byoa_skills.wallet_shim.byoag.connector import Waiting, pair
-from byoa_skills.wallet_shim.byoag.errors import PAIRING_CODE_INVALID, ByoagError
-from byoa_skills.wallet_shim.byoag.hostname import PlatformHost, check_platform_host
-from byoa_skills.wallet_shim.links import dev_local_enabled
+from byoa_skills.byoag.connector import Waiting, pair
+from byoa_skills.byoag.errors import PAIRING_CODE_INVALID, ByoagError
+from byoa_skills.byoag.hostname import PlatformHost, check_platform_host
+from byoa_skills.directlink.intake import dev_local_enabled
+from byoa_skills.skills import KNOWN_SKILLS
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 

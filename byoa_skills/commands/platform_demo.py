@@ -7,16 +7,15 @@ import asyncio
 import signal
 import sys
 
-from byoa_skills.platform_demo import (
+from byoa_skills.commands.common import configure_logging
+from byoa_skills.demos.platform import (
     CODE_MODE,
     CONFIRMATION_MODE,
     DEMO_ACCOUNT,
     DemoPlatform,
     start_platform,
 )
-from byoa_skills.platform_demo.platform import Pending
-
-from .common import configure_logging
+from byoa_skills.demos.platform.platform import Pending
 
 DEFAULT_PORT = 8790
 MODES = {"code": CODE_MODE, "confirm": CONFIRMATION_MODE}

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from byoa_skills.files import write_private
+from byoa_skills.store.files import write_private
 
 SCHEME = "bringyourownagent"
 MIME_TYPE = f"x-scheme-handler/{SCHEME}"

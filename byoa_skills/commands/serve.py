@@ -14,18 +14,17 @@ from typing import Any
 
 from aiohttp import web
 
+from byoa_skills.commands.common import add_model_arguments, configure_logging, resolve_model
+from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.pool import PoolConfig, WorkerPool, WorkerStartFailed, default_layout
 from byoa_skills.runtimes.text import TextRuntime
 from byoa_skills.serve.app import LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
 from byoa_skills.skills import SkillEngine
-from byoa_skills.wallet_shim.activity import ActivityLog
-from byoa_skills.wallet_shim.links import LinkIntake
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wallet_shim.sites import SiteStore
-
-from .common import add_model_arguments, configure_logging, resolve_model
 
 DEFAULT_PORT = 8787
 #: Calls a worker decodes together by default, by device: on the CPU batches did not pay

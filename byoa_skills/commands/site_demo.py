@@ -9,12 +9,11 @@ import signal
 import sys
 from urllib.parse import urlsplit
 
-from byoa_skills.site_demo import start_site
-
-from .common import configure_logging
+from byoa_skills.commands.common import configure_logging
+from byoa_skills.demos.site import start_site
 
 DEFAULT_PORT = 8080
-log = logging.getLogger("byoa_skills.site_demo")
+log = logging.getLogger("byoa_skills.demos.site")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from byoa_skills.wallet_shim.sites import SiteEntry, SiteListError, SiteStore, normalize_origin
+from byoa_skills.store.sites import SiteEntry, SiteListError, SiteStore, normalize_origin
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
 

@@ -8,11 +8,10 @@ import sys
 import time
 from typing import Any
 
+from byoa_skills.commands.common import add_model_arguments, configure_logging, resolve_model
+from byoa_skills.commands.wav_check import EXIT_INVALID, EXIT_USAGE, EXIT_VALID
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.wav import MAX_CLIP_SECONDS, WavError, parse_wav
-
-from .common import add_model_arguments, configure_logging, resolve_model
-from .wav_check import EXIT_INVALID, EXIT_USAGE, EXIT_VALID
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     model = resolve_model(args)
     if model is None:
         return EXIT_INVALID
-    from byoa_skills.runtimes import RuntimeRefusal, load_backend
+    from byoa_skills.runtimes.speech import RuntimeRefusal, load_backend
 
     name, folder, device = model
     backend = load_backend(

@@ -8,7 +8,7 @@ A runtime calls :func:`ensure_model` for the folder of a ready model and
 
 from __future__ import annotations
 
-from .cache import (
+from byoa_skills.models.cache import (
     MANIFEST_NAME,
     MODELS_ENV,
     CacheStatus,
@@ -21,7 +21,7 @@ from .cache import (
     pull_model,
     verify_model,
 )
-from .catalog import (
+from byoa_skills.models.catalog import (
     CATALOG,
     DEFAULT_MODEL,
     WHISPER_LANGUAGES,
@@ -36,9 +36,9 @@ from .catalog import (
     require_language,
     supports_language,
 )
-from .errors import CODES, ModelError
-from .progress import PHASES, Progress, ProgressFn
-from .sources import MODEL_DIRS_ENV, Source, available_sources, find_sources
+from byoa_skills.models.errors import CODES, ModelError
+from byoa_skills.models.progress import PHASES, Progress, ProgressFn
+from byoa_skills.models.sources import MODEL_DIRS_ENV, Source, available_sources, find_sources
 
 __all__ = [
     "CATALOG",

@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from byoa_skills.models.cli import main
 
 sys.exit(main())

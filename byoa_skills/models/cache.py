@@ -24,13 +24,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
-from .catalog import ModelSpec, get_model
-from .errors import ModelError
-from .locking import file_lock, try_file_lock
-from .progress import Progress, ProgressFn
-from .sources import Located, PackageSource, Source, find_sources
-from .verify import copy_and_hash, fsync_dir, hash_problem, size_problems
+from byoa_skills.models.catalog import ModelSpec, get_model
+from byoa_skills.models.errors import ModelError
+from byoa_skills.models.locking import file_lock, try_file_lock
+from byoa_skills.models.progress import Progress, ProgressFn
+from byoa_skills.models.sources import Located, PackageSource, Source, find_sources
+from byoa_skills.models.verify import copy_and_hash, fsync_dir, hash_problem, size_problems
+from byoa_skills.store import paths
 
 #: The variable that names the models folder itself (overrides the user cache folder).
 MODELS_ENV = "BYOA_SKILLS_MODELS"

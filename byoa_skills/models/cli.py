@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_status, models_dir, pull_model, verify_model
-from .catalog import DEFAULT_MODEL, ModelSpec, get_model, list_models
-from .errors import ModelError
-from .progress import Progress, ProgressFn
-from .sources import find_sources
+from byoa_skills.models.cache import cache_status, models_dir, pull_model, verify_model
+from byoa_skills.models.catalog import DEFAULT_MODEL, ModelSpec, get_model, list_models
+from byoa_skills.models.errors import ModelError
+from byoa_skills.models.progress import Progress, ProgressFn
+from byoa_skills.models.sources import find_sources
 
 #: Error codes that mean the command line was wrong rather than the model.
 _USAGE_CODES = frozenset({"unknown-model"})

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from .catalog import HubRepo, ModelSpec, PackageBundle
-from .errors import ModelError
+from byoa_skills.models.catalog import HubRepo, ModelSpec, PackageBundle
+from byoa_skills.models.errors import ModelError
 
 #: Folders (separated by ``os.pathsep``) that hold models in subfolders named after them,
 #: e.g. ``$BYOA_SKILLS_MODEL_DIRS/base/model.bin`` or ``.../faster-whisper-base/model.bin``.

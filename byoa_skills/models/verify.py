@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .catalog import ModelFile, ModelSpec
+from byoa_skills.models.catalog import ModelFile, ModelSpec
 
 #: Bytes read at a time while copying or hashing.
 CHUNK = 1 << 20

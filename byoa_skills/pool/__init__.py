@@ -1,7 +1,7 @@
 """The warm pool: worker processes that load a speech model once and answer calls."""
 
-from .config import PoolConfig, default_layout
-from .errors import (
+from byoa_skills.pool.config import PoolConfig, default_layout
+from byoa_skills.pool.errors import (
     CallFailure,
     DeadlineExceeded,
     NotReady,
@@ -11,7 +11,7 @@ from .errors import (
     WorkerCrashed,
     WorkerStartFailed,
 )
-from .pool import Transcription, WorkerPool
+from byoa_skills.pool.pool import Transcription, WorkerPool
 
 __all__ = [
     "CallFailure",

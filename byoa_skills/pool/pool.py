@@ -19,10 +19,8 @@ from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
-from byoa_skills.wav import Clip, max_frames
-
-from .config import PoolConfig
-from .errors import (
+from byoa_skills.pool.config import PoolConfig
+from byoa_skills.pool.errors import (
     CallFailure,
     DeadlineExceeded,
     NotReady,
@@ -32,7 +30,8 @@ from .errors import (
     WorkerCrashed,
     WorkerStartFailed,
 )
-from .worker import WorkerDied, WorkerProcess
+from byoa_skills.pool.worker import WorkerDied, WorkerProcess
+from byoa_skills.wav import Clip, max_frames
 
 log = logging.getLogger("byoa_skills.pool")
 

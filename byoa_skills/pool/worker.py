@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .config import PoolConfig
-from .errors import WorkerStartFailed
-from .worker_main import run_worker
+from byoa_skills.pool.config import PoolConfig
+from byoa_skills.pool.errors import WorkerStartFailed
+from byoa_skills.pool.worker_main import run_worker
 
 _SPAWN = multiprocessing.get_context("spawn")
 

@@ -23,9 +23,8 @@ from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
+from byoa_skills.pool.config import PoolConfig
 from byoa_skills.wav import Clip, parse_wav
-
-from .config import PoolConfig
 
 WARM_UP_CLIP = "warmup.wav"
 
@@ -56,7 +55,7 @@ def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
 
 def _answers(backend, shm: SharedMemory, items: list[tuple[int, int, str | None]]) -> list[tuple]:  # type: ignore[no-untyped-def]
     """One answer per clip of the batch; a failure of the whole batch refuses each clip."""
-    from byoa_skills.runtimes import RuntimeRefusal
+    from byoa_skills.runtimes.speech import RuntimeRefusal
 
     try:
         batch = [(_samples(shm, offset, frames), language) for offset, frames, language in items]
@@ -84,7 +83,7 @@ def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
 def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
-    from byoa_skills.runtimes import DecodeOptions, load_backend
+    from byoa_skills.runtimes.speech import DecodeOptions, load_backend
 
     options = DecodeOptions(encoder_seconds=config.encoder_seconds)
     if config.backend == "torch":

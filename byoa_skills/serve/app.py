@@ -17,14 +17,14 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.directlink.intake import LinkIntake
+from byoa_skills.protocol.frames import chunk_frame
 from byoa_skills.runtimes.text import ChunkHook
-from byoa_skills.skills import CallResult, SkillEngine, chunk_frame
-from byoa_skills.wallet_shim.byoag.scope import RegistrationCalls
+from byoa_skills.serve.metrics import EngineMetrics
+from byoa_skills.skills import CallResult, SkillEngine, http_status
 from byoa_skills.wallet_shim.grants import GrantRefusal
-from byoa_skills.wallet_shim.links import LinkIntake
 from byoa_skills.wallet_shim.shim import WalletShim
-
-from .metrics import EngineMetrics
 
 log = logging.getLogger("byoa_skills.api")
 
@@ -36,32 +36,6 @@ _READ_LIMIT_BYTES = 4 * MAX_MESSAGE_BYTES
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 OPEN_PATHS = frozenset({"/health", "/ready"})
 
-#: HTTP status of a refused call, by code; any other refusal is 400 (bad input).
-_STATUS_BY_CODE = {
-    "unknown-skill": 404,
-    "queue-full": 503,
-    "shutting-down": 503,
-    "skill-unavailable": 503,
-    "deadline-exceeded": 504,
-    "worker-crashed": 500,
-    "transcribe-failed": 500,
-    "unknown-grant": 404,
-    "too-many-parallel-calls": 429,
-    "rate-exceeded": 429,
-    "site-paused": 403,
-    "site-blocked": 403,
-    "site-unreadable": 403,
-    "source-down": 503,
-    "upstream-refused": 502,
-    "upstream-failed": 502,
-    "upstream-malformed": 502,
-    "upstream-error": 502,
-    "model-mismatch": 502,
-    "not-registered": 404,
-    "outside-registration-scope": 403,
-}
-#: Refusals decided by the visitor's grant (the gate's decision is blocked or ask).
-_GATE_STATUS = 403
 
 ENGINE_KEY = web.AppKey("engine", SkillEngine)
 METRICS_KEY = web.AppKey("metrics", EngineMetrics)
@@ -212,13 +186,9 @@ async def _call_over_http(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     result = await _call(request.app, request.match_info["skill"], body)
-    if result.ok:
-        status = 200
-    elif result.decision in ("blocked", "ask") and result.code not in _STATUS_BY_CODE:
-        status = _GATE_STATUS
-    else:
-        status = _STATUS_BY_CODE.get(str(result.code), 400)
-    return web.json_response(result.to_json(), status=status, headers=_server_timing(result))
+    return web.json_response(
+        result.to_json(), status=http_status(result), headers=_server_timing(result)
+    )
 
 
 async def _call(

@@ -6,8 +6,8 @@ import contextlib
 import secrets
 from pathlib import Path
 
-from byoa_skills import paths
-from byoa_skills.files import write_private
+from byoa_skills.store import paths
+from byoa_skills.store.files import write_private
 
 TOKEN_ENV = "BYOA_SKILLS_TOKEN"
 TOKEN_FILE = "token"

@@ -12,7 +12,7 @@ limit counts every call admitted.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -20,8 +20,9 @@ from typing import Any
 from bringyourownagent import DECISIONS, check_call
 from bringyourownagent.rules import RATE_WINDOW_MS
 
-from .grants import Grant
-from .timestamps import rfc3339
+from byoa_skills.skills import SKILLS
+from byoa_skills.store.clock import rfc3339
+from byoa_skills.wallet_shim.grants import Grant
 
 _SEVERITY = {decision: rank for rank, decision in enumerate(DECISIONS)}
 
@@ -41,8 +42,8 @@ class Measured:
 
     skill: str
     params: dict[str, Any]
-    clip_seconds: float | None
-    text_chars: int | None
+    #: What the engine measured of the input, as the protocol names it (``clipSeconds``...).
+    input: Mapping[str, float]
     provider: str
     estimate: Decimal
 
@@ -117,9 +118,7 @@ def _record(grant: Grant, call: Measured, now_ms: int, decided: Admission) -> Ad
 
 def _reference_call(grant: Grant, call: Measured, now_ms: int) -> dict[str, Any]:
     """The call as the reference gate reads it, with the shim's measurements."""
-    measured: dict[str, Any] = {
-        "clipSeconds": call.clip_seconds or 0, "textChars": call.text_chars or 0,
-    }  # fmt: skip
+    measured: dict[str, Any] = {"clipSeconds": 0, "textChars": 0, **call.input}
     return {
         "skill": call.skill,
         "at": rfc3339(now_ms),
@@ -150,7 +149,7 @@ def _shim_reasons(grant: Grant, call: Measured) -> list[dict[str, Any]]:
     model = call.params.get("model")
     if model is not None and model not in grant.models:
         block("model-not-granted", f"model {str(model)[:20]!r} is not one the visitor ticked")
-    elif model is None and grant.models and call.skill == "text.generate":
+    elif model is None and grant.models and SKILLS[call.skill].uses_models:
         block(
             "model-not-granted",
             "the call names no model; the grant lists " + ", ".join(grant.models),

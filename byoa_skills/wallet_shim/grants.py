@@ -13,8 +13,14 @@ from typing import Any
 
 from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
-from .limits import SHIM_LIMITS, ShimLimits, effective_limits, problems_in, stricter
-from .timestamps import rfc3339
+from byoa_skills.store.clock import rfc3339
+from byoa_skills.wallet_shim.limits import (
+    SHIM_LIMITS,
+    ShimLimits,
+    effective_limits,
+    problems_in,
+    stricter,
+)
 
 #: Grant fields the shim reads itself and removes before the reference gate sees the grant.
 SHIM_FIELDS = ("models",)

@@ -16,24 +16,19 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from byoa_skills.runtimes.text import ChunkHook
-from byoa_skills.skills import TEXT_GENERATE, CallResult, PreparedCall, SkillEngine
-
-from .activity import ActivityLog
-from .gate import Admission, AskHook, Measured, admit, decline, finish
-from .grants import Grant, GrantRefusal, GrantStore, build_grant
-from .sites import SiteListError, SiteStore, normalize_origin
-from .timestamps import now_ms
+from byoa_skills.skills import SKILLS, CallResult, PreparedCall, SkillEngine
+from byoa_skills.skills.engine import with_measurements
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.clock import now_ms
+from byoa_skills.store.sites import SiteListError, SiteStore, normalize_origin
+from byoa_skills.wallet_shim.gate import Admission, AskHook, Measured, admit, decline, finish
+from byoa_skills.wallet_shim.grants import Grant, GrantRefusal, GrantStore, build_grant
 
 log = logging.getLogger("byoa_skills.shim")
 
 #: ``pricing(call) -> (provider kind, worst-case cost)`` of a prepared call, in the grant's
 #: currency (may be async). A local model costs nothing.
 Pricing = Callable[[PreparedCall], tuple[str, Decimal] | Awaitable[tuple[str, Decimal]]]
-
-
-def local_pricing(call: PreparedCall) -> tuple[str, Decimal]:
-    """Every skill runs on a local model, for nothing."""
-    return "local-model", Decimal(0)
 
 
 class WalletShim:
@@ -139,19 +134,17 @@ class WalletShim:
         prepared = self.engine.prepare(skill, skill_input, params, deadline)
         if isinstance(prepared, CallResult):
             return prepared
-        if prepared.skill == TEXT_GENERATE:
-            prepared = _under_grant(prepared, grant)
+        prepared = SKILLS[prepared.skill].under_grant(prepared, grant)
         priced = self._pricing(prepared)
         provider, estimate = await priced if inspect.isawaitable(priced) else priced
-        measured = Measured(prepared.skill, prepared.params, prepared.clip_seconds,
-                            prepared.text_chars, provider, estimate)  # fmt: skip
-        facts = _measurements(prepared)
+        measured = Measured(prepared.skill, prepared.params, prepared.measured, provider, estimate)
         admission = await admit(grant, measured, self._clock(), self._ask)
         if not admission.admitted:
-            return CallResult(
+            refusal = CallResult(
                 ok=False, code=admission.code, message=admission.message,
-                decision=admission.decision, reasons=admission.reasons, measured=facts,
+                decision=admission.decision, reasons=admission.reasons,
             )  # fmt: skip
+            return with_measurements(refusal, prepared)
         if admission.decision == "warn":
             log.warning("event=gate-warn grant=%s codes=%s", grant.id,
                         ",".join(r["code"] for r in admission.reasons))  # fmt: skip
@@ -164,7 +157,7 @@ class WalletShim:
             real_cost = _cost_of(result, estimate)
         finally:
             finish(grant, admission, real_cost)
-        return _annotated(result, admission, facts)
+        return with_measurements(_annotated(result, admission), prepared)
 
     def _site_state(self, origin: str) -> str:
         """The site's state; ``unreadable`` (refused: fail closed) when the list is damaged."""
@@ -202,26 +195,6 @@ def _with_deadline(call: PreparedCall, seconds: float) -> PreparedCall:
     return replace(call, deadline=seconds)
 
 
-def _under_grant(call: PreparedCall, grant: Grant) -> PreparedCall:
-    """A text call as the grant runs it: the model its code names (a code the grant lacks
-    is left for the gate to refuse), and the grant's ``maxAnswerTokens`` as the answer's
-    bound when the call states none."""
-    model = grant.models.get(call.params.get("model"))  # type: ignore[arg-type]
-    params = call.params
-    ceiling = grant.limits.max_answer_tokens
-    if ceiling is not None and params.get("maxTokens") is None:
-        params = {**params, "maxTokens": ceiling}
-    return replace(call, model=model, params=params)
-
-
-def _measurements(call: PreparedCall) -> dict[str, Any]:
-    if call.clip_seconds is not None:
-        return {"clipSeconds": round(call.clip_seconds, 3)}
-    if call.text_chars is not None:
-        return {"textChars": call.text_chars}
-    return {}
-
-
 def _cost_of(result: CallResult, estimate: Decimal) -> Decimal:
     """The receipt's cost; the reservation when there is no readable receipt."""
     cost = (result.receipt or {}).get("cost")
@@ -231,8 +204,8 @@ def _cost_of(result: CallResult, estimate: Decimal) -> Decimal:
         return estimate
 
 
-def _annotated(result: CallResult, admission: Admission, facts: dict[str, Any]) -> CallResult:
-    return replace(result, decision=admission.decision, reasons=admission.reasons, measured=facts)
+def _annotated(result: CallResult, admission: Admission) -> CallResult:
+    return replace(result, decision=admission.decision, reasons=admission.reasons)
 
 
 def _shown(value: Any) -> Any:

@@ -4,18 +4,18 @@ A 16 kHz, mono, 16-bit PCM WAV of at most 15 s, as strict base64 in the skill in
 package imports only numpy and the standard library, so that any component can use it.
 """
 
-from .clip import MAX_CLIP_SECONDS, SAMPLE_RATE, Clip
-from .errors import CODES, WavError
-from .parse import max_frames, parse_wav
-from .skill_input import (
+from byoa_skills.wav.clip import MAX_CLIP_SECONDS, SAMPLE_RATE, Clip
+from byoa_skills.wav.errors import CODES, WavError
+from byoa_skills.wav.parse import max_frames, parse_wav
+from byoa_skills.wav.skill_input import (
     METADATA_ALLOWANCE,
     WAV_MIME,
     clip_from_skill_input,
     max_base64_length,
     max_wav_bytes,
 )
-from .strict_base64 import decode_strict
-from .write import float_to_int16, wav_base64, wav_from_float, wav_from_int16
+from byoa_skills.wav.strict_base64 import decode_strict
+from byoa_skills.wav.write import float_to_int16, wav_base64, wav_from_float, wav_from_int16
 
 __all__ = [
     "CODES",

@@ -13,8 +13,8 @@ import struct
 
 import numpy as np
 
-from .clip import MAX_CLIP_SECONDS, SAMPLE_RATE, Clip
-from .errors import WavError
+from byoa_skills.wav.clip import MAX_CLIP_SECONDS, SAMPLE_RATE, Clip
+from byoa_skills.wav.errors import WavError
 
 _FORMAT_PCM = 0x0001
 _FORMAT_EXTENSIBLE = 0xFFFE

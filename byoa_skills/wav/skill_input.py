@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .clip import MAX_CLIP_SECONDS, Clip
-from .errors import WavError
-from .parse import max_frames, parse_wav
-from .strict_base64 import decode_strict, encoded_length
+from byoa_skills.wav.clip import MAX_CLIP_SECONDS, Clip
+from byoa_skills.wav.errors import WavError
+from byoa_skills.wav.parse import max_frames, parse_wav
+from byoa_skills.wav.strict_base64 import decode_strict, encoded_length
 
 #: The only mime type the skill takes (compared without regard to letter case).
 WAV_MIME = "audio/wav"

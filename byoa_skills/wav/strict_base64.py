@@ -12,7 +12,7 @@ import binascii
 
 import pybase64
 
-from .errors import WavError
+from byoa_skills.wav.errors import WavError
 
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 

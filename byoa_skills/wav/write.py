@@ -8,7 +8,7 @@ import struct
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .clip import SAMPLE_RATE
+from byoa_skills.wav.clip import SAMPLE_RATE
 
 _HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
 

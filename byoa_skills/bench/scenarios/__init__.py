@@ -10,7 +10,18 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from . import batch, cold, direct, engine, gpu, link, memory, peer, text, wav
+from byoa_skills.bench.scenarios import (
+    batch,
+    cold,
+    direct,
+    engine,
+    gpu,
+    link,
+    memory,
+    peer,
+    text,
+    wav,
+)
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
 SCENARIOS: dict[str, ModuleType] = {

@@ -11,11 +11,11 @@ from typing import Any
 
 import aiohttp
 
-from ..clips import LABELS, mix
-from ..context import Context
-from ..load import by_clip, saturate
-from ..server import start_engine
-from . import enginerun
+from byoa_skills.bench.clips import LABELS, mix
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.load import by_clip, saturate
+from byoa_skills.bench.scenarios import enginerun
+from byoa_skills.bench.server import start_engine
 
 NAME = "batch"
 TITLE = "Batching across calls and the short encoder"

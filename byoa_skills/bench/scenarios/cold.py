@@ -9,9 +9,9 @@ from typing import Any
 
 import aiohttp
 
-from ..context import Context
-from ..stats import summarize
-from . import enginerun
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.scenarios import enginerun
+from byoa_skills.bench.stats import summarize
 
 NAME = "cold"
 TITLE = "Cold start"

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..clips import LABELS, mix
-from ..context import Context
-from ..stats import spread_of, summarize
+from byoa_skills.bench.clips import LABELS, mix
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.stats import spread_of, summarize
 
 NAME = "direct"
 TITLE = "Runtime called directly"
@@ -32,7 +32,7 @@ def _worker(
     jobs: Any,
     out: Any,
 ) -> None:
-    from byoa_skills.runtimes import load_backend
+    from byoa_skills.runtimes.speech import load_backend
 
     floats = {label: s.astype(np.float32) / 32768 for label, s in clips.items()}
     backend = load_backend(model_dir, model_name=name, device=device, cpu_threads=threads)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from . import enginerun
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.scenarios import enginerun
 
 NAME = "engine"
 TITLE = "Engine over the local API"

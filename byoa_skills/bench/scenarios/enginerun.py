@@ -8,11 +8,11 @@ from typing import Any
 
 import aiohttp
 
-from ..clips import LABELS, mix, skill_body
-from ..context import Context
-from ..load import by_clip, sweep
-from ..server import EngineProcess, Timed, json_body, start_engine
-from ..stats import summarize
+from byoa_skills.bench.clips import LABELS, mix, skill_body
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.load import by_clip, sweep
+from byoa_skills.bench.server import EngineProcess, Timed, json_body, start_engine
+from byoa_skills.bench.stats import summarize
 
 
 def engine_layout(ctx: Context, device: str) -> tuple[int, int]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context, Skip
-from ..machine import gpu_info
-from . import enginerun
+from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.machine import gpu_info
+from byoa_skills.bench.scenarios import enginerun
 
 NAME = "gpu"
 TITLE = "Engine on CUDA"

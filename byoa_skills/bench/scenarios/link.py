@@ -10,12 +10,11 @@ from typing import Any
 
 import aiohttp
 
-from byoa_skills.site_demo import GEO_MANIFEST, start_site
-
-from ..clips import LABELS, mix, skill_body
-from ..context import Context, Skip
-from ..load import by_clip, sweep
-from . import enginerun
+from byoa_skills.bench.clips import LABELS, mix, skill_body
+from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.load import by_clip, sweep
+from byoa_skills.bench.scenarios import enginerun
+from byoa_skills.demos.site import GEO_MANIFEST, start_site
 
 NAME = "link"
 TITLE = "Direct link, site to wallet"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..server import rss_mib
-from . import enginerun
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.scenarios import enginerun
+from byoa_skills.bench.server import rss_mib
 
 NAME = "memory"
 TITLE = "Memory"

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..clips import LABELS, mix
-from ..context import Context, Skip
-from ..load import by_clip, sweep
-from ..server import free_port, rss_mib
-from ..wyoming import describe, transcribe
+from byoa_skills.bench.clips import LABELS, mix
+from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.load import by_clip, sweep
+from byoa_skills.bench.server import free_port, rss_mib
+from byoa_skills.bench.wyoming import describe, transcribe
 
 NAME = "peer"
 TITLE = "Peer: wyoming-faster-whisper"

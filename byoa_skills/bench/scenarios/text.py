@@ -18,10 +18,10 @@ from typing import Any
 
 import aiohttp
 
-from ..context import Context
-from ..server import free_port
-from ..stats import summarize
-from . import enginerun
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.scenarios import enginerun
+from byoa_skills.bench.server import free_port
+from byoa_skills.bench.stats import summarize
 
 NAME = "text"
 TITLE = "Text calls: the engine against the source"

@@ -7,11 +7,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from byoa_skills.bench.clips import LABELS, wav_bytes
+from byoa_skills.bench.context import Context
+from byoa_skills.bench.stats import summarize
 from byoa_skills.wav import clip_from_skill_input, parse_wav
-
-from ..clips import LABELS, wav_bytes
-from ..context import Context
-from ..stats import summarize
 
 NAME = "wav"
 TITLE = "WAV parsing"

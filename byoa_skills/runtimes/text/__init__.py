@@ -5,7 +5,7 @@ server, vLLM, LocalAI), Ollama's own API, and OpenRouter.
 :class:`TextFailure` carries the code of a call that failed.
 """
 
-from .config import (
+from byoa_skills.runtimes.text.config import (
     KINDS,
     PROVIDER_KINDS,
     SourceConfig,
@@ -14,8 +14,8 @@ from .config import (
     TextSource,
     default_config,
 )
-from .errors import CODES, TextFailure
-from .runtime import ChunkHook, TextAnswer, TextCall, TextRuntime
+from byoa_skills.runtimes.text.errors import CODES, TextFailure
+from byoa_skills.runtimes.text.runtime import ChunkHook, TextAnswer, TextCall, TextRuntime
 
 __all__ = [
     "CODES",

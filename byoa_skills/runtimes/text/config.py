@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from byoa_skills import paths
-from byoa_skills.files import write_private
+from byoa_skills.store import paths
+from byoa_skills.store.files import write_private
 
 KINDS = ("openai", "ollama", "openrouter")
 #: The provider kinds the gate knows: a model on this computer, one on the home network,

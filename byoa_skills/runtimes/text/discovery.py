@@ -7,9 +7,9 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from .config import TextSource
-from .errors import TextFailure
-from .runtime import TextRuntime
+from byoa_skills.runtimes.text.config import TextSource
+from byoa_skills.runtimes.text.errors import TextFailure
+from byoa_skills.runtimes.text.runtime import TextRuntime
 
 #: The local servers looked for, at their default addresses.
 LOCAL_CANDIDATES = (

@@ -9,9 +9,9 @@ from typing import Any
 
 import aiohttp
 
-from .config import TextSource
-from .errors import TextFailure
-from .wire import (
+from byoa_skills.runtimes.text.config import TextSource
+from byoa_skills.runtimes.text.errors import TextFailure
+from byoa_skills.runtimes.text.wire import (
     ChatReply,
     ChatRequest,
     DeltaHook,

@@ -9,10 +9,10 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .config import TextSource
-from .errors import TextFailure
-from .openai_compat import OpenAICompatibleWire
-from .wire import ChatReply, ChatRequest
+from byoa_skills.runtimes.text.config import TextSource
+from byoa_skills.runtimes.text.errors import TextFailure
+from byoa_skills.runtimes.text.openai_compat import OpenAICompatibleWire
+from byoa_skills.runtimes.text.wire import ChatReply, ChatRequest
 
 #: Who calls, as OpenRouter's attribution headers say it.
 APP_URL = "https://bringyourownagent.org"

@@ -16,12 +16,17 @@ from decimal import Decimal
 
 import aiohttp
 
-from .config import SourceConfig, SourceConfigError, SourceStore, TextSource
-from .errors import TextFailure
-from .ollama import OllamaWire, canonical_model
-from .openai_compat import OpenAICompatibleWire
-from .openrouter import OpenRouterWire
-from .wire import ChatReply, ChatRequest, ModelInfo, Wire
+from byoa_skills.runtimes.text.config import (
+    SourceConfig,
+    SourceConfigError,
+    SourceStore,
+    TextSource,
+)
+from byoa_skills.runtimes.text.errors import TextFailure
+from byoa_skills.runtimes.text.ollama import OllamaWire, canonical_model
+from byoa_skills.runtimes.text.openai_compat import OpenAICompatibleWire
+from byoa_skills.runtimes.text.openrouter import OpenRouterWire
+from byoa_skills.runtimes.text.wire import ChatReply, ChatRequest, ModelInfo, Wire
 
 #: How long a source's model list is trusted before it is asked again.
 MODEL_LIST_SECONDS = 30.0

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from .config import TextSource
-from .errors import TextFailure
+from byoa_skills.runtimes.text.config import TextSource
+from byoa_skills.runtimes.text.errors import TextFailure
 
 #: ``on_delta(text)``: a piece of the answer, as soon as the source sends it.
 DeltaHook = Callable[[str], Awaitable[None]]

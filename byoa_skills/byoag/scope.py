@@ -1,0 +1,112 @@
+"""A paired platform's calls: only the skills in its registration's scope, through the shim.
+
+A registration becomes a grant for the platform's origin (its issuer) of exactly the skills in
+its scope, for at most a day at a time, with no budget to spend (local models cost nothing):
+the platform is in the site list under that origin (``sites pause|block`` work as for any
+site), and every call passes the shim's gate and limits. Before that, a skill outside the
+scope is refused with ``outside-registration-scope``, and a platform with no registration
+here (never paired, or revoked) with ``not-registered``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from byoa_skills.byoag.registrations import Registration, RegistrationStore
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills import CallResult
+from byoa_skills.store.clock import now_ms, rfc3339
+from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.shim import WalletShim
+
+OUTSIDE_SCOPE = "outside-registration-scope"
+NOT_REGISTERED = "not-registered"
+#: How long one grant made from a registration lasts before the next is made.
+GRANT_SECONDS = 24 * 3600
+
+
+def registration_manifest(registration: Registration) -> dict[str, Any]:
+    """The manifest the shim reads for a registration: its scope as the skills."""
+    return {
+        "byoa": "0.1-draft",
+        "purpose": {"summary": f"Platform paired through BYOAg: {registration.platform}"},
+        "skills": {skill: {"required": False} for skill in registration.scope},
+        "privacy": "personal",
+    }
+
+
+def registration_grant(registration: Registration, at_ms: int) -> dict[str, Any]:
+    """The grant a registration gives from ``at_ms``: its scope, no budget, for a day."""
+    return {
+        "byoa": "0.1-draft",
+        "skills": list(registration.scope),
+        "budget": {"perSession": "0 USD"},
+        "expiresAt": rfc3339(at_ms + GRANT_SECONDS * 1000),
+    }
+
+
+class RegistrationCalls:
+    """Answers the calls of paired platforms within their registrations' scope."""
+
+    def __init__(self, shim: WalletShim, registrations: RegistrationStore | None = None) -> None:
+        self.shim = shim
+        self.registrations = registrations or RegistrationStore()
+        #: registration id -> (grant id, when that grant ends in milliseconds).
+        self._grants: dict[str, tuple[str, int]] = {}
+
+    async def call(
+        self,
+        platform: Any,
+        skill: Any,
+        skill_input: Any,
+        params: Any = None,
+        deadline: Any = None,
+        on_chunk: ChunkHook | None = None,
+    ) -> CallResult:
+        """Answer one call of the platform named ``platform`` (as it was paired): refused
+        unless it holds a registration whose scope has ``skill``; then as the shim answers
+        (a streamed text answer's pieces go to ``on_chunk``)."""
+        registration = self.registrations.get(platform) if isinstance(platform, str) else None
+        if registration is None:
+            return self._refused(
+                None, skill, NOT_REGISTERED, "this platform holds no registration here"
+            )
+        if skill not in registration.scope:
+            return self._refused(
+                registration.issuer,
+                skill,
+                OUTSIDE_SCOPE,
+                "the skill is outside the registration's scope",
+            )
+        try:
+            grant_id = self._grant_for(registration)
+        except GrantRefusal as refusal:
+            return CallResult.refused(refusal.code, refusal.message)
+        return await self.shim.call(grant_id, skill, skill_input, params, deadline, on_chunk)
+
+    def _grant_for(self, registration: Registration) -> str:
+        now = now_ms()
+        held = self._grants.get(registration.registration_id)
+        if held is not None and self.shim.grants.get(held[0]) is not None and now < held[1]:
+            return held[0]
+        if held is not None:
+            self.shim.release_grant(held[0])
+        summary = self.shim.create_grant(
+            registration.issuer,
+            registration_manifest(registration),
+            registration_grant(registration, now),
+        )
+        self._grants[registration.registration_id] = (
+            summary["grantId"],
+            now + (GRANT_SECONDS - 60) * 1000,
+        )
+        return str(summary["grantId"])
+
+    def _refused(self, origin: str | None, skill: Any, code: str, message: str) -> CallResult:
+        self.shim.record_activity(
+            kind="call",
+            origin=origin,
+            outcome=code,
+            skill=skill if isinstance(skill, str) else None,
+        )
+        return CallResult.refused(code, message)

@@ -1,0 +1,259 @@
+"""The site's side of the direct link: codes, the wallet's WebSocket, and calls to it."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import time
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from byoa_skills.demos.site.codes import (
+    CODE_LIFETIME_S,
+    CODES_PER_MINUTE,
+    Clock,
+    CodeBook,
+    CodeState,
+    RateLimiter,
+    new_secret,
+)
+from byoa_skills.demos.site.connection import DEFAULT_CALL_TIMEOUT_S, WalletConnection
+from byoa_skills.demos.site.manifest import GEO_MANIFEST, build_link, encode_manifest
+
+log = logging.getLogger("byoa_skills.demos.site")
+
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+HELLO_TIMEOUT_S = 10.0
+CLOSE_POLICY = 1008  # no hello, bad session
+CLOSE_MALFORMED = 1007  # invalid frame payload data
+CLOSE_NORMAL = 1000
+
+
+class MalformedFrame(ValueError):
+    """A text frame that is not JSON."""
+
+
+def parse_frame(text: str) -> dict[str, Any]:
+    """A frame as a JSON object; {} for JSON that is not an object (ignored like unknown types).
+
+    Raises MalformedFrame for text that is not JSON (NaN and Infinity included).
+    """
+
+    def refuse(constant: str) -> None:
+        raise MalformedFrame(constant)
+
+    try:
+        frame = json.loads(text, parse_constant=refuse)
+    except ValueError as error:
+        raise MalformedFrame(str(error)) from error
+    return frame if isinstance(frame, dict) else {}
+
+
+class SiteDemo:
+    """The geography game's BYOA server state: what the guide's Node.js server keeps.
+
+    ``endpoint`` is the WebSocket URL the link names. ``code_lifetime``, ``codes_per_minute``
+    and ``hello_timeout`` default to the guide's 120 s, 10 a minute per address and 10 s.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        manifest: dict[str, Any] | None = None,
+        *,
+        code_lifetime: float = CODE_LIFETIME_S,
+        codes_per_minute: int = CODES_PER_MINUTE,
+        hello_timeout: float = HELLO_TIMEOUT_S,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.endpoint = endpoint
+        self.manifest: dict[str, Any] = manifest if manifest is not None else GEO_MANIFEST
+        #: What every link carries: base64url of the manifest's JSON bytes.
+        self.manifest64 = encode_manifest(self.manifest)
+        #: What every welcome echoes; the same string unless a test changes it.
+        self.welcome_manifest = self.manifest64
+        self.hello_timeout = hello_timeout
+        self.codes = CodeBook(code_lifetime, clock)
+        self.limiter = RateLimiter(codes_per_minute, clock)
+        #: Every hello that got a welcome, in order.
+        self.hellos: list[dict[str, Any]] = []
+        self._wallets: dict[str, WalletConnection | None] = {}
+        self._next_id = 0
+        self._closing: set[asyncio.Task[None]] = set()
+
+    # Codes and links
+
+    def new_code(self, address: str) -> tuple[str, str] | None:
+        """``(session code, link)`` for a visitor at ``address``; None over the rate limit."""
+        if not self.limiter.allow(address):
+            return None
+        session = self.codes.issue()
+        return session, build_link(self.endpoint, self.manifest64, session)
+
+    def wait_state(self, session: object) -> CodeState:
+        """Whether a wallet came with this code: ``waiting``, ``connected`` or ``expired``."""
+        return self.codes.state(session)
+
+    # Connections
+
+    def connection(self, pairing_or_session: str) -> WalletConnection | None:
+        """The live connection for a pairing token, or for the session code it came with."""
+        pairing = self.codes.pairing(pairing_or_session) or pairing_or_session
+        live = self._wallets.get(pairing)
+        return live if live is not None and not live.closed else None
+
+    @property
+    def connections(self) -> list[WalletConnection]:
+        """Every live wallet connection, one per pairing."""
+        return [c for c in self._wallets.values() if c is not None and not c.closed]
+
+    @property
+    def pairings(self) -> list[str]:
+        """Every pairing token handed out, live or away."""
+        return list(self._wallets)
+
+    # Calls
+
+    async def call(
+        self,
+        pairing_or_session: str,
+        skill: str,
+        skill_input: Any,
+        params: Any = None,
+        timeout: float = DEFAULT_CALL_TIMEOUT_S,
+    ) -> dict[str, Any] | None:
+        """Call a skill on the wallet connected with this pairing or session code.
+
+        The ``result`` frame (``ok``, ``output``, ``receipt``) when it says ``ok: true``;
+        None when no wallet is connected, the call is over the hello's maxParallelCalls,
+        the wallet says ``ok: false``, or no answer comes within ``timeout`` seconds.
+        """
+        connection = self.connection(pairing_or_session)
+        if connection is None:
+            return None
+        self._next_id += 1
+        return await connection.call(self._next_id, skill, skill_input,
+                                     params if params is not None else {}, timeout)  # fmt: skip
+
+    async def transcribe(
+        self,
+        session: str,
+        wav_bytes: bytes,
+        language: str,
+        timeout: float = DEFAULT_CALL_TIMEOUT_S,
+    ) -> str | None:
+        """One clip for the visitor's wallet: the text, or None (then use your own path)."""
+        audio = {"mime": "audio/wav", "base64": base64.b64encode(wav_bytes).decode("ascii")}
+        result = await self.call(session, "audio.transcribe", {"audio": audio},
+                                 {"language": language}, timeout)  # fmt: skip
+        output = result.get("output") if result is not None else None
+        text = output.get("text") if isinstance(output, dict) else None
+        return text if isinstance(text, str) else None
+
+    # The WebSocket
+
+    async def handle_socket(self, request: web.Request) -> web.WebSocketResponse:
+        """``GET /byoa/ws``: one wallet's socket, from hello to close."""
+        ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES, autoping=True, heartbeat=None)
+        await ws.prepare(request)
+        connection = await self._await_hello(ws)
+        if connection is None:
+            return ws
+        try:
+            ending = await self._serve(connection)
+        finally:
+            connection.fail_pending()
+            if self._wallets.get(connection.pairing) is connection:
+                self._wallets[connection.pairing] = None
+            log.info("event=wallet-away pairing=%s…", connection.pairing[:6])
+        if ending is not None:
+            await ws.close(code=ending[0], message=ending[1])
+        return ws
+
+    async def close(self) -> None:
+        """Say bye to every wallet and close their sockets (the server is stopping)."""
+        for connection in self.connections:
+            await connection.say_bye_and_close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+    async def _await_hello(self, ws: web.WebSocketResponse) -> WalletConnection | None:
+        """Wait for a hello, sending nothing; close 1008 after ``hello_timeout`` without one."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.hello_timeout
+        while True:
+            try:
+                message = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
+            except asyncio.TimeoutError:
+                await ws.close(code=CLOSE_POLICY, message=b"no hello")
+                return None
+            if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
+                                WSMsgType.ERROR):  # fmt: skip
+                return None
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                frame = parse_frame(message.data)
+            except MalformedFrame:
+                await ws.close(code=CLOSE_MALFORMED, message=b"malformed")
+                return None
+            if frame.get("type") == "hello":
+                return await self._welcome(ws, frame)
+
+    async def _welcome(
+        self, ws: web.WebSocketResponse, hello: dict[str, Any]
+    ) -> WalletConnection | None:
+        """Answer a hello: a fresh code or a known pairing gets a welcome, anything else
+        ``bad-session`` and a close."""
+        session, pairing = hello.get("session"), hello.get("pairing")
+        fresh = new_secret()
+        if self.codes.use(session, fresh):
+            pairing = fresh
+        elif not session and isinstance(pairing, str) and pairing in self._wallets:
+            old = self._wallets[pairing]
+            if old is not None and not old.closed:  # one live connection per pairing
+                task = asyncio.create_task(old.say_bye_and_close())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+        else:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await ws.send_str('{"type":"error","code":"bad-session"}')
+            await ws.close(code=CLOSE_POLICY, message=b"bad-session")
+            log.info("event=bad-session")
+            return None
+        connection = WalletConnection(ws, pairing, hello)
+        self._wallets[pairing] = connection
+        self.hellos.append(hello)
+        await connection.send(
+            {"type": "welcome", "pairing": pairing, "manifest": self.welcome_manifest}
+        )
+        log.info("event=wallet-welcomed pairing=%s… max_parallel_calls=%d",
+                 pairing[:6], connection.max_parallel_calls)  # fmt: skip
+        return connection
+
+    async def _serve(self, connection: WalletConnection) -> tuple[int, bytes] | None:
+        """After the welcome: results resolve calls, the rest is ignored, until the socket
+        closes (None) or a frame asks to close it: the close code and reason to send."""
+        ws = connection.ws
+        while True:
+            message = await ws.receive()
+            if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
+                                WSMsgType.ERROR):  # fmt: skip
+                return None
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                frame = parse_frame(message.data)
+            except MalformedFrame:
+                return CLOSE_MALFORMED, b"malformed"
+            kind = frame.get("type")
+            if kind == "result":
+                connection.resolve(frame)
+            elif kind == "chunk":
+                connection.take_chunk(frame)
+            elif kind == "bye":
+                return CLOSE_NORMAL, b""

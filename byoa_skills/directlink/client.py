@@ -1,0 +1,274 @@
+"""The direct link, wallet side: after the visitor's Allow, the wallet opens a WebSocket to the
+site's endpoint, says hello with the session code and the grant, checks the welcome's echo
+of the manifest, and answers the site's ``call`` frames through the shim.
+
+The connection goes to an address the wallet resolved and checked itself (public only; the
+developer switch allows ``localhost``), with TLS verified for the site's name, no proxy, no
+cookies and no redirects. With "decide on my own" the pairing token is kept and the wallet
+comes back after a drop or a restart, after 1, 2, 5, 10 and then every 30 seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import ClientRequest, ClientResponse, WSMsgType
+
+from byoa_skills import __version__
+from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
+from byoa_skills.directlink.check import LinkCheck
+from byoa_skills.protocol.frames import chunk_frame
+from byoa_skills.store.clock import now_ms, rfc3339
+from byoa_skills.store.link_pairings import PairingStore
+from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.shim import WalletShim
+
+log = logging.getLogger("byoa_skills.direct")
+
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+PING_SECONDS = 30.0
+WELCOME_SECONDS = 10.0
+#: Seconds before each attempt to come back after a drop; the last repeats.
+RECONNECT_SCHEDULE: tuple[float, ...] = (1, 2, 5, 10, 30)
+#: How long a grant given through a link lasts.
+LINK_GRANT_SECONDS = 24 * 3600
+WALLET = {"name": "byoa-skills", "version": __version__}
+
+
+@dataclass
+class LinkSession:
+    """One site reached through a link, for as long as the wallet stays with it."""
+
+    link: str
+    check: LinkCheck
+    origin: str
+    decide_on_my_own: bool
+    pairing: str | None = None
+    grant_id: str | None = None
+    welcomed: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: str | None = None
+
+
+def link_origin(check: LinkCheck) -> str:
+    """The site's origin, as the site list and grants name it."""
+    scheme = "https" if check.secure else "http"
+    default = 443 if check.secure else 80
+    return f"{scheme}://{check.host}" + ("" if check.port == default else f":{check.port}")
+
+
+def link_grant(check: LinkCheck) -> dict[str, Any]:
+    """The grant an Allow gives: the manifest's skills, its expected session cost as the
+    budget, for a day; the manifest's limits apply through the gate."""
+    cost = check.manifest.get("expectedCost")
+    budget = cost.get("perSession") if isinstance(cost, dict) else None
+    return {
+        "byoa": "0.1-draft",
+        "skills": sorted(check.manifest["skills"]),
+        "budget": {"perSession": budget if isinstance(budget, str) else "0 USD"},
+        "expiresAt": rfc3339(now_ms() + LINK_GRANT_SECONDS * 1000),
+    }
+
+
+async def _refuse_redirects(request: ClientRequest, handler: Any) -> ClientResponse:
+    response = await handler(request)
+    if 300 <= response.status < 400:
+        raise aiohttp.ClientError(f"the site answered with a redirect ({response.status})")
+    return response
+
+
+class DirectLink:
+    """Runs one link session: connect, hello, welcome, calls; and come back when allowed."""
+
+    def __init__(
+        self,
+        shim: WalletShim,
+        session: LinkSession,
+        *,
+        pairings: PairingStore | None = None,
+        schedule: Sequence[float] = RECONNECT_SCHEDULE,
+        dev_local: bool = False,
+    ) -> None:
+        self.shim = shim
+        self.session = session
+        self.pairings = pairings or PairingStore()
+        self.schedule = tuple(schedule)
+        self.dev_local = dev_local
+
+    async def run(self) -> str:
+        """Stay with the site until it ends the session or the wallet may not come back;
+        the reason it ended (``bye``, ``bad-session``, ``manifest-mismatch``, ...)."""
+        session = self.session
+        try:
+            if session.grant_id is None:
+                summary = self.shim.create_grant(session.origin, session.check.manifest,
+                                                 link_grant(session.check))  # fmt: skip
+                session.grant_id = summary["grantId"]
+            attempt = 0
+            while True:
+                reason = await self._connect_once()
+                if reason != "dropped" or not session.decide_on_my_own:
+                    break
+                if self.shim.sites.state(session.origin) != "active":
+                    reason = "site-not-active"
+                    break
+                if session.welcomed.is_set():  # it had come back: start the schedule again
+                    attempt = 0
+                delay = self.schedule[min(attempt, len(self.schedule) - 1)]
+                attempt += 1
+                session.welcomed.clear()
+                log.info("event=link-reconnect origin=%s in_s=%g", session.origin, delay)
+                await asyncio.sleep(delay)
+        except GrantRefusal as refusal:
+            reason = refusal.code
+        except AddressRefused as refused:
+            log.warning("event=link-refused origin=%s reason=%r", session.origin, str(refused))
+            reason = AddressRefused.code
+        finally:
+            if session.grant_id:
+                self.shim.release_grant(session.grant_id)
+        session.ended = reason
+        session.welcomed.set()  # nobody waits for a welcome that will not come
+        if reason in ("malformed", "bad-session", "manifest-mismatch"):
+            self.pairings.drop(session.origin)
+        self.shim.record_activity(kind="link", origin=session.origin, outcome=reason)
+        return reason
+
+    async def _connect_once(self) -> str:
+        check = self.session.check
+        allow_loopback = self.dev_local and check.host == "localhost"
+        try:
+            address = await resolve_public(check.host, check.port, allow_loopback=allow_loopback)
+        except AddressRefused as refused:
+            if refused.unresolved:  # the name does not resolve now: like a drop
+                return "dropped"
+            raise
+        connector = aiohttp.TCPConnector(resolver=PinnedResolver(address), use_dns_cache=False)
+        async with aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+            middlewares=(_refuse_redirects,),
+        ) as client:  # fmt: skip
+            try:
+                ws = await client.ws_connect(check.endpoint, max_msg_size=MAX_FRAME_BYTES,
+                                             autoping=True, heartbeat=None)  # fmt: skip
+            except (aiohttp.ClientError, OSError) as error:
+                log.info("event=link-connect-failed origin=%s error=%r", self.session.origin,
+                         str(error))  # fmt: skip
+                return "dropped"
+            async with ws:
+                return await self._converse(ws)
+
+    async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> str:
+        session, check = self.session, self.session.check
+        grant = self.shim.grants.get(session.grant_id)
+        if grant is None:
+            return "grant-released"
+        first = session.pairing is None
+        await ws.send_str(json.dumps({
+            "type": "hello", "v": "0.1",
+            "session": check.session if first else None, "pairing": session.pairing,
+            "wallet": WALLET,
+            "grant": {"skills": grant.skills, "expiresAt": grant.expires_at,
+                      "limits": grant.summary()["limits"]},
+        }))  # fmt: skip
+        welcome = await self._welcome(ws)
+        if welcome is None:
+            return "dropped"
+        if welcome.get("type") == "error":
+            return "bad-session" if welcome.get("code") == "bad-session" else "dropped"
+        if welcome.get("manifest") != check.manifest_text:
+            await ws.send_str('{"type":"bye"}')
+            log.warning("event=link-manifest-mismatch origin=%s", session.origin)
+            return "manifest-mismatch"
+        pairing = welcome.get("pairing")
+        if isinstance(pairing, str) and pairing:
+            session.pairing = pairing
+            if session.decide_on_my_own:
+                self.pairings.keep(session.origin, {
+                    "link": session.link, "pairing": pairing,
+                })  # fmt: skip
+        session.welcomed.set()
+        log.info("event=link-welcomed origin=%s", session.origin)
+        return await self._serve_calls(ws)
+
+    async def _welcome(self, ws: aiohttp.ClientWebSocketResponse) -> dict[str, Any] | None:
+        """The site's first frame that is a welcome or an error, or None (closed, malformed,
+        or nothing within 10 s)."""
+
+        async def first() -> dict[str, Any] | None:
+            async for message in ws:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                frame = _json_object(message.data)
+                if frame is None:
+                    await ws.close(code=1007, message=b"malformed")
+                    return None
+                if frame.get("type") in ("welcome", "error"):
+                    return frame
+            return None
+
+        try:
+            return await asyncio.wait_for(first(), WELCOME_SECONDS)
+        except asyncio.TimeoutError:
+            return None
+
+    async def _serve_calls(self, ws: aiohttp.ClientWebSocketResponse) -> str:
+        sending = asyncio.Lock()
+        calls: set[asyncio.Task[None]] = set()
+
+        async def send(frame: dict[str, Any]) -> None:
+            async with sending:
+                if not ws.closed:
+                    await ws.send_str(json.dumps(frame))
+
+        async def answer(frame: dict[str, Any]) -> None:
+            async def chunk(choice: int, text: str) -> None:
+                await send(chunk_frame(frame.get("id"), choice, text))
+
+            result = await self.shim.call(self.session.grant_id, frame.get("skill"),
+                                          frame.get("input"), frame.get("params"),
+                                          on_chunk=chunk)  # fmt: skip
+            await send({"type": "result", "id": frame.get("id"), **result.to_json(with_code=False)})
+
+        async def ping() -> None:
+            while True:
+                await asyncio.sleep(PING_SECONDS)
+                await send({"type": "ping"})
+
+        pinger = asyncio.create_task(ping())
+        reason = "dropped"
+        try:
+            async for message in ws:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                frame = _json_object(message.data)
+                if frame is None:
+                    await ws.close(code=1007, message=b"malformed")
+                    return "malformed"
+                kind = frame.get("type")
+                if kind == "call":
+                    task = asyncio.create_task(answer(frame))
+                    calls.add(task)
+                    task.add_done_callback(calls.discard)
+                elif kind == "bye":
+                    reason = "bye"
+                    break
+        finally:
+            pinger.cancel()
+            for task in calls:
+                task.cancel()
+        return reason
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The frame as an object, {} for JSON that is not one, None for text that is not JSON."""
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        return None
+    return frame if isinstance(frame, dict) else {}

@@ -1,0 +1,142 @@
+"""Links handed to the engine: the checks before anything is contacted, then a direct link
+per site the visitor allowed, and the pairings that come back after a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from byoa_skills.directlink.check import check_link
+from byoa_skills.directlink.client import RECONNECT_SCHEDULE, DirectLink, LinkSession, link_origin
+from byoa_skills.store.link_pairings import PairingStore, RecentCodes
+from byoa_skills.wallet_shim.shim import WalletShim
+
+log = logging.getLogger("byoa_skills.links")
+
+#: Links handled at once (the site guide's 4); one more is refused.
+MAX_LINKS_AT_ONCE = 4
+#: How long taking a link waits for the site's welcome before it answers "connecting".
+WELCOME_WAIT_SECONDS = 15.0
+DECISIONS = ("allow", "decide-on-my-own", "decline")
+#: Seconds of the reconnection schedule, comma-separated, for tests and slow networks.
+SCHEDULE_ENV = "BYOA_WALLET_RECONNECT_SCHEDULE"
+
+
+def dev_local_enabled() -> bool:
+    """Whether the developer switch ``BYOA_WALLET_DEV_LOCAL=1`` is on."""
+    return os.environ.get("BYOA_WALLET_DEV_LOCAL") == "1"
+
+
+def reconnect_schedule() -> tuple[float, ...]:
+    """The reconnection schedule: ``$BYOA_WALLET_RECONNECT_SCHEDULE`` or 1, 2, 5, 10, 30 s."""
+    text = os.environ.get(SCHEDULE_ENV, "")
+    try:
+        schedule = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        schedule = ()
+    return schedule if schedule and all(s >= 0 for s in schedule) else RECONNECT_SCHEDULE
+
+
+class LinkIntake:
+    """Takes links for the engine: at most 4 at once, each checked before any contact."""
+
+    def __init__(
+        self,
+        shim: WalletShim,
+        *,
+        pairings: PairingStore | None = None,
+        recent: RecentCodes | None = None,
+        schedule: Sequence[float] | None = None,
+        dev_local: bool | None = None,
+    ) -> None:
+        self.shim = shim
+        self.pairings = pairings or PairingStore()
+        self.recent = recent or RecentCodes()
+        self.schedule = tuple(schedule) if schedule is not None else reconnect_schedule()
+        self.dev_local = dev_local_enabled() if dev_local is None else dev_local
+        self.sessions: dict[str, LinkSession] = {}
+        self._tasks: set[asyncio.Task[str]] = set()
+        self._handling = 0
+
+    async def take(self, link: Any, decision: Any) -> dict[str, Any]:
+        """Handle a link the visitor decided on: ``{"ok", "state" | "code", "origin"}``.
+
+        Refused before any contact: a link that fails a check, one more than 4 at once, a code
+        seen in the last 10 minutes, a blocked or paused site, a decline. Each refusal leaves
+        only an activity entry.
+        """
+        if decision not in DECISIONS:
+            return {
+                "ok": False,
+                "code": "bad-decision",
+                "message": "allow, decide-on-my-own or decline",
+            }
+        check = check_link(link if isinstance(link, str) else "", dev_local=self.dev_local)
+        if not check.ok:
+            return self._refused(None, str(check.code), str(check.message))
+        origin = link_origin(check)
+        if self._handling >= MAX_LINKS_AT_ONCE:
+            return self._refused(origin, "too-many-links", "4 links are being handled already")
+        if not self.recent.first_sight(check.session):
+            return self._refused(
+                origin, "code-seen", "this session code was seen in the last 10 minutes"
+            )
+        state = self.shim.sites.state(origin)
+        if state != "active":
+            return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
+        if decision == "decline":
+            return self._refused(origin, "declined", "the visitor declined")
+        self._handling += 1
+        try:
+            session = LinkSession(
+                link, check, origin, decide_on_my_own=decision == "decide-on-my-own"
+            )
+            self._start(session)
+            try:
+                await asyncio.wait_for(session.welcomed.wait(), WELCOME_WAIT_SECONDS)
+            except asyncio.TimeoutError:
+                return {"ok": True, "origin": origin, "state": "connecting"}
+        finally:
+            self._handling -= 1
+        if session.ended is not None:
+            return {"ok": False, "origin": origin, "code": session.ended,
+                    "message": "the site did not take the connection"}  # fmt: skip
+        return {"ok": True, "origin": origin, "state": "connected", "grantId": session.grant_id}
+
+    def resume_pairings(self) -> int:
+        """Come back to every site kept with "decide on my own"; how many."""
+        count = 0
+        for origin, record in self.pairings.all().items():
+            check = check_link(str(record.get("link", "")), dev_local=self.dev_local)
+            if not check.ok or link_origin(check) != origin or not record.get("pairing"):
+                self.pairings.drop(origin)
+                continue
+            if self.shim.sites.state(origin) != "active":
+                continue
+            session = LinkSession(record["link"], check, origin, decide_on_my_own=True,
+                                  pairing=str(record["pairing"]))  # fmt: skip
+            self._start(session)
+            count += 1
+        return count
+
+    async def close(self) -> None:
+        """Leave every site (their grants are released)."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _start(self, session: LinkSession) -> None:
+        runner = DirectLink(self.shim, session, pairings=self.pairings, schedule=self.schedule,
+                            dev_local=self.dev_local)  # fmt: skip
+        task = asyncio.create_task(runner.run(), name=f"link-{session.origin}")
+        self._tasks.add(task)
+        self.sessions[session.origin] = session
+        task.add_done_callback(self._tasks.discard)
+
+    def _refused(self, origin: str | None, code: str, message: str) -> dict[str, Any]:
+        self.shim.record_activity(kind="link", origin=origin, outcome=code)
+        log.info("event=link-refused origin=%s code=%s", origin, code)
+        return {"ok": False, "code": code, "message": message, "origin": origin}

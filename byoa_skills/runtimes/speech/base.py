@@ -1,0 +1,98 @@
+"""The small interface every speech backend implements, and the answer it gives."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from byoa_skills.runtimes.speech.errors import RuntimeRefusal
+
+#: The sample rate every backend takes, in samples per second.
+SAMPLE_RATE = 16000
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What a backend heard in one clip.
+
+    ``text`` is stripped and is ``""`` when nothing was said. ``language`` is the code the text
+    was decoded in: the one asked for, or the one detected; ``None`` only when no language was
+    asked for and the clip holds no speech to detect one from. ``language_probability`` is 1.0
+    for a language asked for, the model's probability for a detected one, 0.0 when ``language``
+    is ``None``. ``seconds`` is the wall time the call took.
+    """
+
+    text: str
+    language: str | None
+    language_probability: float
+    seconds: float
+
+
+class SpeechBackend(ABC):
+    """A speech-to-text model: load it once, then transcribe any number of clips with it.
+
+    Answers are deterministic: the same samples and language give the same text.
+    """
+
+    @abstractmethod
+    def load(self) -> None:
+        """Load the model into memory. Calling it again does nothing."""
+
+    @property
+    @abstractmethod
+    def languages(self) -> frozenset[str]:
+        """The language codes the loaded model can transcribe."""
+
+    def transcribe(self, samples: np.ndarray, language: str | None = None) -> Transcript:
+        """The text spoken in ``samples`` (1-D float32, 16 kHz, scaled to [-1, 1]).
+
+        ``language`` is the code of the language spoken, or ``None`` to detect it. Raises
+        :class:`RuntimeRefusal` with code ``bad-samples`` or ``unsupported-language`` before
+        running the model when the call cannot be answered. It is a batch of one: the text is
+        the one :meth:`transcribe_batch` gives the clip in any batch.
+        """
+        (answer,) = self.transcribe_batch([(samples, language)])
+        if isinstance(answer, RuntimeRefusal):
+            raise answer
+        return answer
+
+    @abstractmethod
+    def transcribe_batch(
+        self, items: Sequence[tuple[np.ndarray, str | None]]
+    ) -> list[Transcript | RuntimeRefusal]:
+        """Each ``(samples, language)`` clip's answer, in order, decoded together; a clip
+        that cannot be answered gets its :class:`RuntimeRefusal` in its place and costs the
+        others nothing."""
+
+
+def check_call(
+    samples: object, language: str | None, languages: frozenset[str], model_name: str
+) -> None:
+    """Refuse a clip before any model runs: ``bad-samples`` (see :func:`check_samples`), or
+    ``unsupported-language`` for a language not in ``languages``."""
+    check_samples(samples)
+    if language is not None and language not in languages:
+        raise RuntimeRefusal(
+            "unsupported-language",
+            f"the model {model_name} cannot transcribe language {language!r}",
+        )
+
+
+def check_samples(samples: object) -> np.ndarray:
+    """``samples`` itself when it is a 1-D float32 numpy array of finite values.
+
+    Raises :class:`RuntimeRefusal` with code ``bad-samples`` otherwise. An empty array passes:
+    it is a clip with nothing said.
+    """
+    if not isinstance(samples, np.ndarray):
+        raise RuntimeRefusal("bad-samples", f"expected a numpy array, got {type(samples).__name__}")
+    if samples.dtype != np.float32:
+        raise RuntimeRefusal("bad-samples", f"expected float32 samples, got {samples.dtype}")
+    if samples.ndim != 1:
+        raise RuntimeRefusal("bad-samples", f"expected a 1-D array, got {samples.ndim} dimensions")
+    if not np.isfinite(samples).all():
+        raise RuntimeRefusal("bad-samples", "the samples include NaN or infinite values")
+    return samples

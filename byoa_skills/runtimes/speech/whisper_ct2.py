@@ -1,0 +1,252 @@
+"""A speech backend on faster-whisper's ``WhisperModel`` (CTranslate2), on the CPU or CUDA.
+
+faster-whisper is imported by :meth:`WhisperCT2Backend.load`, not when this module is.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from byoa_skills.runtimes.speech.base import SpeechBackend, Transcript, check_call
+from byoa_skills.runtimes.speech.errors import RuntimeRefusal
+from byoa_skills.runtimes.speech.options import DecodeOptions
+from byoa_skills.runtimes.speech.vad import load_vad, speech_only
+
+if TYPE_CHECKING:
+    from faster_whisper import WhisperModel
+
+#: The devices a backend runs on.
+DEVICES = ("cpu", "cuda")
+#: The compute type ``"default"`` stands for on each device.
+DEFAULT_COMPUTE_TYPES = {"cpu": "int8", "cuda": "float16"}
+
+
+class WhisperCT2Backend(SpeechBackend):
+    """Whisper in CTranslate2 format (a folder with ``model.bin``, ``config.json``,
+    ``tokenizer.json``, ``vocabulary.txt``), decoded with :class:`DecodeOptions`.
+
+    Each clip's first 30 s window is encoded once and used both to detect the language (when
+    none is given) and to decode, so detection costs no second encoder pass. Nothing is ever
+    downloaded.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str],
+        *,
+        device: str = "cpu",
+        compute_type: str = "default",
+        cpu_threads: int = 0,
+        num_workers: int = 1,
+        options: DecodeOptions | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Set the backend up; nothing is loaded until :meth:`load`.
+
+        ``compute_type`` ``"default"`` is int8 on the CPU and float16 on CUDA. ``cpu_threads``
+        0 lets CTranslate2 choose; ``num_workers`` is how many calls from different threads
+        may run the model at once. ``name`` names the model in messages (default: the
+        folder's name).
+        """
+        if device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+        if cpu_threads < 0 or num_workers < 1:
+            raise ValueError("cpu_threads must be >= 0 and num_workers >= 1")
+        self.model_dir = Path(model_dir)
+        self.name = name if name is not None else self.model_dir.name
+        self.device = device
+        self.compute_type = (
+            DEFAULT_COMPUTE_TYPES[device] if compute_type == "default" else compute_type
+        )
+        self.cpu_threads = cpu_threads
+        self.num_workers = num_workers
+        self.options = options if options is not None else DecodeOptions()
+        self._model: WhisperModel | None = None
+        self._languages: frozenset[str] = frozenset()
+        self._suppress_tokens: tuple[int, ...] = ()
+        self._vad_options: Any = None
+
+    def load(self) -> None:
+        """Load the model (and the VAD model when the options use it). Idempotent.
+
+        Raises ``FileNotFoundError`` when the folder has no ``model.bin``, and CTranslate2's
+        ``RuntimeError``/``ValueError`` when the model, device or compute type is unusable.
+        """
+        if self._model is not None:
+            return
+        if not (self.model_dir / "model.bin").is_file():
+            raise FileNotFoundError(f"no model.bin in {self.model_dir}")
+        from faster_whisper import WhisperModel
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        model = WhisperModel(
+            str(self.model_dir),
+            device=self.device,
+            compute_type=self.compute_type,
+            cpu_threads=self.cpu_threads,
+            num_workers=self.num_workers,
+            local_files_only=True,
+        )
+        if model.model.is_multilingual:
+            # Only the codes whose language token this model's vocabulary has.
+            token_id = model.hf_tokenizer.token_to_id
+            languages = [c for c in model.supported_languages if token_id(f"<|{c}|>") is not None]
+        else:
+            languages = ["en"]
+        english = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", "en")
+        self._suppress_tokens = tuple(get_suppressed_tokens(english, [-1]))
+        if self.options.vad_filter:
+            self._vad_options = load_vad(self.options)
+        self._languages = frozenset(languages)
+        self._model = model
+
+    @property
+    def loaded(self) -> bool:
+        """Whether :meth:`load` has succeeded."""
+        return self._model is not None
+
+    @property
+    def languages(self) -> frozenset[str]:
+        """The language codes the loaded model can transcribe (only ``en`` for ``*.en``)."""
+        return self._languages
+
+    @property
+    def multilingual(self) -> bool:
+        """Whether the loaded model detects and transcribes languages other than English."""
+        return self._require_model().model.is_multilingual
+
+    def transcribe_batch(
+        self, items: Sequence[tuple[np.ndarray, str | None]]
+    ) -> list[Transcript | RuntimeRefusal]:
+        """Each clip's text, from one batched encoder pass and one batched decode.
+
+        ``items`` are ``(samples, language)`` pairs as :meth:`transcribe` takes them; their
+        languages may differ. An item that cannot be answered gets its
+        :class:`RuntimeRefusal` in its place and costs the others nothing. Each clip's first
+        30 s window is encoded (the first :attr:`DecodeOptions.encoder_seconds` only, when
+        every clip of the batch fits in them), and the language of a clip that names none
+        is detected from that same encoder output. The answers are those :meth:`transcribe`
+        gives for each clip alone.
+        """
+        began = time.perf_counter()
+        model = self._require_model()
+        answers: list[Transcript | RuntimeRefusal | None] = [None] * len(items)
+        windows: list[tuple[int, np.ndarray, str | None]] = []
+        for index, (samples, language) in enumerate(items):
+            try:
+                check_call(samples, language, self._languages, self.name)
+            except RuntimeRefusal as refusal:
+                answers[index] = refusal
+                continue
+            audio = speech_only(samples, self._vad_options) if self.options.vad_filter else samples
+            if audio.size == 0:
+                answers[index] = _transcript("", language, 1.0 if language else 0.0, began)
+                continue
+            features = model.feature_extractor(audio)
+            window = min(model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
+            windows.append((index, features[:, :window], language))
+        if windows:
+            for (index, _, _), transcript in zip(
+                windows, self._decode(model, windows, began), strict=True
+            ):
+                answers[index] = transcript
+        return [answer for answer in answers if answer is not None]
+
+    def _decode(
+        self, model: WhisperModel, windows: list[tuple[int, np.ndarray, str | None]], began: float
+    ) -> list[Transcript]:
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+
+        frames = self.encoder_frames(max(features.shape[-1] for _, features, _ in windows))
+        batch = np.stack([pad_or_trim(features, frames) for _, features, _ in windows])
+        encoder_output = model.encode(batch)
+        languages: list[tuple[str, float]] = []
+        detected = None
+        for position, (_, _, language) in enumerate(windows):
+            if language is not None:
+                languages.append((language, 1.0))
+            elif not model.model.is_multilingual:
+                languages.append(("en", 1.0))
+            else:
+                if detected is None:
+                    detected = model.model.detect_language(encoder_output)
+                token, probability = detected[position][0]
+                languages.append((token[2:-2], float(probability)))
+        tokenizers = [
+            Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", language)
+            for language, _ in languages
+        ]
+        prompts = [self._prompt(tokenizer) for tokenizer in tokenizers]
+        o = self.options
+        max_new = o.max_new_tokens if o.max_new_tokens is not None else model.max_length
+        results = model.model.generate(
+            encoder_output,
+            prompts,
+            beam_size=o.beam_size,
+            patience=o.patience,
+            length_penalty=1.0,
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            max_length=min(model.max_length, len(prompts[0]) + max_new),
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=list(self._suppress_tokens),
+            max_initial_timestamp_index=round(1.0 / model.time_precision),
+        )
+        transcripts = []
+        for result, tokenizer, (language, probability) in zip(
+            results, tokenizers, languages, strict=True
+        ):
+            tokens = result.sequences_ids[0]
+            # faster-whisper's rule: a window that is likely silence and decoded with low
+            # confidence holds no text.
+            average = result.scores[0] * len(tokens) / (len(tokens) + 1)
+            silent = (
+                o.no_speech_threshold is not None
+                and result.no_speech_prob > o.no_speech_threshold
+                and not (o.log_prob_threshold is not None and average > o.log_prob_threshold)
+            )
+            text = "" if silent else tokenizer.decode(tokens).strip()
+            transcripts.append(_transcript(text, language, probability, began))
+        return transcripts
+
+    def encoder_frames(self, content_frames: int) -> int:
+        """The mel frames the encoder is given for a batch whose longest window has
+        ``content_frames``: the whole 30 s window, or the first ``encoder_seconds`` of it
+        when the options ask for a shorter encoder and the audio fits."""
+        model = self._require_model()
+        full = model.feature_extractor.nb_max_frames
+        seconds = self.options.encoder_seconds
+        if seconds is None:
+            return full
+        short = round(seconds * full / 30.0)
+        return short if content_frames <= short else full
+
+    def _prompt(self, tokenizer: Any) -> list[int]:
+        prompt = list(tokenizer.sot_sequence)
+        if self.options.without_timestamps:
+            prompt.append(tokenizer.no_timestamps)
+        return prompt
+
+    def _require_model(self) -> WhisperModel:
+        if self._model is None:
+            raise RuntimeError("the backend is not loaded: call load() first")
+        return self._model
+
+
+def _transcript(text: str, language: str | None, probability: float, began: float) -> Transcript:
+    return Transcript(
+        text=text,
+        language=language,
+        language_probability=probability,
+        seconds=time.perf_counter() - began,
+    )

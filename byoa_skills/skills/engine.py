@@ -1,0 +1,128 @@
+"""The skill engine: one entry point, :meth:`SkillEngine.call`, takes a skill name, its input
+and its params and always returns a :class:`CallResult`. A refusal is data with a stable code,
+never an exception, so that the API, the CLI and the activity log see the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills.base import MAX_DEADLINE_SECONDS, CallResult, PreparedCall, Runtimes
+from byoa_skills.skills.registry import SKILLS
+
+if TYPE_CHECKING:
+    from byoa_skills.pool import WorkerPool
+    from byoa_skills.runtimes.text import TextRuntime
+
+log = logging.getLogger("byoa_skills.calls")
+
+#: ``on_call(skill, outcome, seconds, measured)`` is told of every answered call.
+CallHook = Callable[[str, str, float, dict[str, Any]], None]
+
+
+class SkillEngine:
+    """Answers skill calls: checks what every call shares, then hands the call to its skill."""
+
+    def __init__(
+        self,
+        pool: WorkerPool | None,
+        on_call: CallHook | None = None,
+        text: TextRuntime | None = None,
+    ) -> None:
+        """Without a ``pool`` audio calls are unavailable; without ``text``, text calls are."""
+        self.runtimes = Runtimes(pool, text)
+        self._on_call = on_call
+
+    @property
+    def pool(self) -> WorkerPool | None:
+        """The Whisper pool, when speech runs here."""
+        return self.runtimes.pool
+
+    @property
+    def text(self) -> TextRuntime | None:
+        """The text sources, when they are set up."""
+        return self.runtimes.text
+
+    @property
+    def ready(self) -> bool:
+        """Whether calls can be answered now."""
+        return self.pool.ready if self.pool is not None else True
+
+    async def call(
+        self,
+        skill: Any,
+        skill_input: Any,
+        params: Any = None,
+        deadline: Any = None,
+        on_chunk: ChunkHook | None = None,
+    ) -> CallResult:
+        """Answer one call; any bad part of it gives a refusal with its code. A text call
+        with ``params.stream`` hands the answer's pieces to ``on_chunk`` as they come."""
+        began = time.monotonic()
+        prepared = self.prepare(skill, skill_input, params, deadline)
+        if isinstance(prepared, CallResult):
+            result = prepared
+        else:
+            result = with_measurements(await self.run(prepared, on_chunk), prepared)
+        self.report(skill, result, time.monotonic() - began)
+        return result
+
+    def prepare(
+        self, skill: Any, skill_input: Any, params: Any = None, deadline: Any = None
+    ) -> PreparedCall | CallResult:
+        """Check a call and measure its input, running nothing; a refusal when it is bad."""
+        handler = SKILLS.get(skill) if isinstance(skill, str) else None
+        if handler is None:
+            return CallResult.refused("unknown-skill", f"no skill named {str(skill)[:60]!r}")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return CallResult.refused("bad-params", "params must be an object")
+        if deadline is not None and not _is_deadline(deadline):
+            return CallResult.refused(
+                "bad-params", f"deadlineSeconds must be a number in (0, {MAX_DEADLINE_SECONDS:g}]"
+            )
+        return handler.prepare(self.runtimes, skill_input, params, deadline)
+
+    async def run(self, call: PreparedCall, on_chunk: ChunkHook | None = None) -> CallResult:
+        """Run a prepared call on its skill's runtime; ``on_chunk`` gets a streamed text
+        answer's pieces when the call asked for ``stream``."""
+        return await SKILLS[call.skill].run(self.runtimes, call, on_chunk)
+
+    async def price(self, call: PreparedCall) -> tuple[str, Decimal]:
+        """The provider kind and the worst-case cost of a prepared call."""
+        return await SKILLS[call.skill].price(self.runtimes, call)
+
+    def report(self, skill: Any, result: CallResult, seconds: float) -> None:
+        """Log one answered call (never its audio or text) and count it in the metrics."""
+        name = skill if isinstance(skill, str) and skill in SKILLS else "unknown"
+        outcome = "ok" if result.ok else str(result.code)
+        facts = " ".join(
+            f"{key}={value}" for key, value in (result.measured | result.facts).items()
+        )
+        log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, seconds * 1000, facts)
+        if self._on_call:
+            self._on_call(name, outcome, seconds, result.measured)
+
+
+def with_measurements(result: CallResult, call: PreparedCall) -> CallResult:
+    """``result`` carrying what was measured of the call's input, rounded for the log."""
+    shown = {
+        key: round(value, 3) if isinstance(value, float) else value
+        for key, value in call.measured.items()
+    }
+    return replace(result, measured=shown)
+
+
+def _is_deadline(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and 0 < value <= MAX_DEADLINE_SECONDS
+    )
