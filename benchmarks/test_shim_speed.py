@@ -18,9 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from grants import GEO_MANIFEST, grant
 from speech import skill_input
 
+from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import LOCAL_RECEIPT, CallResult, PreparedCall, SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.gate import Measured, admit, finish
 from byoa_skills.wallet_shim.grants import build_grant
@@ -37,7 +39,7 @@ class InstantEngine(SkillEngine):
     def __init__(self) -> None:
         super().__init__(pool=type("Pool", (), {"config": type("C", (), {"model_name": "base"})})())
 
-    async def run(self, call: PreparedCall) -> CallResult:
+    async def run(self, call: PreparedCall, on_chunk: ChunkHook | None = None) -> CallResult:
         return CallResult(ok=True, output={"text": ""}, receipt=dict(LOCAL_RECEIPT))
 
 
@@ -61,7 +63,8 @@ def test_gate_check_and_record(benchmark) -> None:  # type: ignore[no-untyped-de
 def test_whole_call_through_the_shim(benchmark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     clock = iter(range(now_ms(), 2**62, SPACING_MS))
     shim = WalletShim(
-        InstantEngine(), SiteStore(tmp_path / "sites.json"), ActivityLog(tmp_path / "log"),
+        InstantEngine(), SiteStore(WalletDatabase(tmp_path / "w.sqlite3")),
+        ActivityLog(WalletDatabase(tmp_path / "w.sqlite3")),
         clock=lambda: next(clock),
     )  # fmt: skip
     grant_id = shim.create_grant("https://a.example", GEO_MANIFEST,

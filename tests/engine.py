@@ -4,43 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from byoa_skills.bench.server import EngineProcess, free_port
+
+__all__ = ["TOKEN", "Engine", "call_http", "call_ws", "free_port", "start_engine"]
+
 TOKEN = "test-token-0123456789"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@dataclass
-class Engine:
-    """A running ``serve`` subprocess."""
-
-    process: subprocess.Popen[str]
-    port: int
-    home: Path
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+class Engine(EngineProcess):
+    """A running ``serve`` subprocess, with readers for its plain GET endpoints."""
 
     def get(self, path: str, token: str | None = TOKEN) -> tuple[int, str]:
+        """GET ``path``: ``(status, body)``, refusals included."""
         request = urllib.request.Request(self.url + path)
         if token:
             request.add_header("Authorization", f"Bearer {token}")
@@ -49,10 +31,6 @@ class Engine:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
-
-    def workers(self) -> list[int]:
-        status, body = self.get("/ready", token=None)
-        return json.loads(body)["workers"] if status == 200 else []
 
     def metric(self, name: str, **labels: str) -> float:
         """The value of one sample in /metrics (0 when absent)."""
@@ -68,49 +46,12 @@ class Engine:
                 return float(value)
         return 0.0
 
-    def wait_ready(self, timeout: float = 600) -> None:
-        """Wait for /ready to say 200 (a readiness wait, not a measurement)."""
-        limit = time.monotonic() + timeout
-        while time.monotonic() < limit:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"serve ended early:\n{self.log.read_text()[-3000:]}")
-            status, _ = self.get("/ready", token=None) if self._listening() else (0, "")
-            if status == 200:
-                return
-            time.sleep(0.2)
-        raise RuntimeError("serve did not get ready")
-
-    def _listening(self) -> bool:
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", self.port)) == 0
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        return self.process.wait()
-
 
 def start_engine(home: Path, *args: str, log_name: str = "serve.log") -> Engine:
-    """Start ``byoa-skills serve`` with ``args``; return at once (see :meth:`wait_ready`)."""
-    port = free_port()
-    log = home / log_name
-    env = {
-        **os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": TOKEN,
-        # the developer switch (ws://localhost sites) and a shorter way back after a drop
-        "BYOA_WALLET_DEV_LOCAL": "1", "BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1",
-    }  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "byoa_skills", "serve", "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("w"),
-        env=env,
-        text=True,
-    )
-    return Engine(process, port, home, log)
+    """Start ``byoa-skills serve`` with ``args`` and the tests' token; return at once (see
+    :meth:`Engine.wait_ready`). A dropped direct link is tried again sooner than by default."""
+    env = {"BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1"}
+    return Engine.start(home, args, token=TOKEN, log_name=log_name, env=env)
 
 
 async def call_http(

@@ -23,6 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from byoa_skills.bench.instant_source import end_events, open_events, send_event
+
 OPENROUTER_KEY = "sk-or-v1-test-key"
 OLLAMA_MODELS = ("echo:latest", "echo:7b")
 #: id -> (prompt, completion) price per token in USD, as OpenRouter lists them.
@@ -43,6 +45,12 @@ class Recorded:
     peak: int = 0
     #: Chat requests that ended because the client went away.
     cancelled: int = 0
+
+    async def request(self, request: web.Request) -> Any:
+        """Record ``request`` (path, headers, JSON body); its body."""
+        body = await request.json()
+        self.requests.append({"path": request.path, "headers": dict(request.headers), "body": body})
+        return body
 
 
 def _words(messages: list[dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
@@ -84,7 +92,7 @@ class _Tracked:
         self.recorded.running += 1
         self.recorded.peak = max(self.recorded.peak, self.recorded.running)
 
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+    def __exit__(self, kind: Any, *_: Any) -> None:
         self.recorded.running -= 1
         if kind is not None and issubclass(kind, (asyncio.CancelledError, ConnectionError)):
             self.recorded.cancelled += 1
@@ -107,9 +115,7 @@ def ollama_app(recorded: Recorded) -> web.Application:
         return web.json_response({"models": models})
 
     async def chat(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        recorded.requests.append({"path": request.path, "headers": dict(request.headers),
-                                  "body": body})  # fmt: skip
+        body = await recorded.request(request)
         model = body.get("model", "")
         full = model if ":" in model else f"{model}:latest"
         if full not in OLLAMA_MODELS:
@@ -137,7 +143,9 @@ def ollama_app(recorded: Recorded) -> web.Application:
             for index, token in enumerate(tokens):
                 await _pause(directives)
                 if index == 3 and _fails_midway(directives):
-                    return await _fail_ollama(request, response, directives)
+                    error = b'{"error":"an error was encountered while running the model"}\n'
+                    garbage = b"<html>502 Bad Gateway</html>\n"
+                    return await _fail_midway(request, response, directives, error, garbage)
                 line = {
                     "model": model,
                     "created_at": _now_iso(),
@@ -159,18 +167,21 @@ def _fails_midway(directives: dict[str, str]) -> bool:
     return directives.get("fail") in ("midstream", "drop", "garbage")
 
 
-async def _fail_ollama(
-    request: web.Request, response: web.StreamResponse, directives: dict[str, str]
-) -> Any:
+async def _fail_midway(
+    request: web.Request,
+    response: web.StreamResponse,
+    directives: dict[str, str],
+    error: bytes,
+    garbage: bytes,
+) -> web.StreamResponse:
+    """Break off an answer as its ``#fail`` directive says: the source's ``error`` message
+    (``midstream``), ``garbage``, or a dropped connection (``drop``)."""
     kind = directives["fail"]
-    if kind == "midstream":
-        await response.write(b'{"error":"an error was encountered while running the model"}\n')
-        await response.write_eof()
-    elif kind == "garbage":
-        await response.write(b"<html>502 Bad Gateway</html>\n")
-        await response.write_eof()
-    else:
+    if kind == "drop":
         _drop(request)
+        return response
+    await response.write(error if kind == "midstream" else garbage)
+    await response.write_eof()
     return response
 
 
@@ -202,9 +213,7 @@ def openrouter_app(recorded: Recorded) -> web.Application:
         return web.json_response({"data": data})
 
     async def chat(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        recorded.requests.append({"path": request.path, "headers": dict(request.headers),
-                                  "body": body})  # fmt: skip
+        body = await recorded.request(request)
         if request.headers.get("Authorization") != f"Bearer {OPENROUTER_KEY}":
             return _or_error(401, "No auth credentials found")
         model = body.get("model")
@@ -236,36 +245,36 @@ def openrouter_app(recorded: Recorded) -> web.Application:
                                              "refusal": None, "reasoning": None}}],
                     "usage": usage,
                 })  # fmt: skip
-            response = web.StreamResponse(headers={
-                "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                "X-Generation-Id": generation,
-            })  # fmt: skip
-            await response.prepare(request)
+            response = await open_events(
+                request, {"Cache-Control": "no-cache", "X-Generation-Id": generation}
+            )
             await response.write(b": OPENROUTER PROCESSING\n\n")
 
-            async def event(delta: dict[str, Any], finish: str | None, **extra: Any) -> None:
-                chunk = {"id": generation, "provider": "Fake", "model": answered_as,
-                         "object": "chat.completion.chunk", "created": int(time.time()),
-                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
-                                      "native_finish_reason": finish, "logprobs": None}],
-                         **extra}  # fmt: skip
-                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            def chunk(delta: dict[str, Any], finish: str | None, **extra: Any) -> dict[str, Any]:
+                return {"id": generation, "provider": "Fake", "model": answered_as,
+                        "object": "chat.completion.chunk", "created": int(time.time()),
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                                     "native_finish_reason": finish, "logprobs": None}],
+                        **extra}  # fmt: skip
 
             for index, token in enumerate(tokens):
                 await _pause(directives)
                 if index == 3 and _fails_midway(directives):
-                    return await _fail_openrouter(request, response, directives, event)
+                    failed = chunk({"content": ""}, "error", error={
+                        "code": "server_error", "message": "Provider disconnected"})  # fmt: skip
+                    error = f"data: {json.dumps(failed)}\n\n".encode()
+                    garbage = b"data: {not json\n\n"
+                    return await _fail_midway(request, response, directives, error, garbage)
                 if index == 2:
                     await response.write(b": OPENROUTER PROCESSING\n\n")
-                await event({"role": "assistant", "content": token}, None)
-            await event({"role": "assistant", "content": ""}, reason)
-            usage_chunk = {"id": generation, "provider": "Fake", "model": answered_as,
-                           "object": "chat.completion.chunk", "created": int(time.time()),
-                           "choices": [], "usage": usage}  # fmt: skip
-            await response.write(f"data: {json.dumps(usage_chunk)}\n\n".encode())
-            await response.write(b"data: [DONE]\n\n")
-            await response.write_eof()
-            return response
+                await send_event(response, chunk({"role": "assistant", "content": token}, None))
+            await send_event(response, chunk({"role": "assistant", "content": ""}, reason))
+            await send_event(response, {
+                "id": generation, "provider": "Fake", "model": answered_as,
+                "object": "chat.completion.chunk", "created": int(time.time()),
+                "choices": [], "usage": usage,
+            })  # fmt: skip
+            return await end_events(response)
 
     app = web.Application()
     app.router.add_get("/api/v1/models", models)
@@ -275,24 +284,6 @@ def openrouter_app(recorded: Recorded) -> web.Application:
 
 def _or_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": {"code": status, "message": message}}, status=status)
-
-
-async def _fail_openrouter(request: web.Request, response: web.StreamResponse,
-                           directives: dict[str, str], event: Any) -> Any:  # fmt: skip
-    kind = directives["fail"]
-    if kind == "midstream":
-        await event(
-            {"content": ""},
-            "error",
-            error={"code": "server_error", "message": "Provider disconnected"},
-        )
-        await response.write_eof()
-    elif kind == "garbage":
-        await response.write(b"data: {not json\n\n")
-        await response.write_eof()
-    else:
-        _drop(request)
-    return response
 
 
 # -- running them --------------------------------------------------------------------------

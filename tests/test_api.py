@@ -123,6 +123,8 @@ def test_http_request_level_refusals(engine: Engine) -> None:
         cases = [
             await call_http(engine, "audio.transcribe", None, raw=b"{not json"),
             await call_http(engine, "audio.transcribe", None, raw=b"[]"),
+            await call_http(engine, "audio.transcribe", None, raw=b'{"input": NaN}'),
+            await call_http(engine, "audio.transcribe", None, raw=b"[" * 100_000),
             await call_http(engine, "audio.transcribe", None, raw=big),
             await call_http(engine, "audio.transcribe", {}, token=None),
             await call_http(engine, "audio.transcribe", {}, token="wrong"),
@@ -134,6 +136,8 @@ def test_http_request_level_refusals(engine: Engine) -> None:
     assert asyncio.run(run()) == [
         (400, "not-json"),
         (400, "bad-request"),
+        (400, "not-json"),  # NaN is not JSON, as JavaScript's JSON.parse says
+        (400, "not-json"),  # nesting too deep to read
         (413, "message-too-large"),
         (401, "unauthorized"),
         (401, "unauthorized"),

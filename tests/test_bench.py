@@ -129,7 +129,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     scenarios = results["scenarios"]
     assert list(scenarios) == names()
     assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
-    for name in ("wav", "direct", "cold", "engine", "memory", "link", "text", "batch"):
+    for name in ("wav", "direct", "cold", "engine", "memory", "link", "text", "batch", "store"):
         assert scenarios[name]["status"] == "ok", scenarios[name]
     if results["machine"]["gpu"]["cuda_devices"] == 0:
         assert scenarios["gpu"]["status"] == "skipped" and "GPU" in scenarios["gpu"]["reason"]
@@ -147,7 +147,9 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert len(found) > 20
     for stats in found:
         assert 0 < stats["min"] <= stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"]
-        assert stats["spread"] >= 0
+        # every repeat's median lies between the smallest and the largest sample
+        widest = (stats["max"] - stats["min"]) / stats["min"]
+        assert 0 <= stats["spread"] <= widest * (1 + 1e-9), stats
 
     direct = scenarios["direct"]
     assert set(direct["layouts"]) == {
@@ -207,6 +209,13 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         assert source["direct_ms"]["n"] == source["engine_ms"]["n"] == source["added_ms"]["n"]
         assert source["added_ms"]["min"] <= source["added_ms"]["p50"] <= source["added_ms"]["max"]
 
+    store = scenarios["store"]
+    assert (store["sites"], store["activity_entries"]) == (1_000, 100_000)
+    for key in ("grant_created_ms", "call_recorded_ms", "call_committed_ms", "site_query_ms"):
+        assert store[key]["n"] == store["samples"]
+    assert store["call_recorded_ms"]["p50"] <= store["call_committed_ms"]["p50"]
+    assert store["burst_longest_stall_ms"] >= 0 and store["database_mib"] > 1
+
     headline = results["headline"]
     for key in (
         "direct_best_throughput",
@@ -222,6 +231,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert "## Engine over the local API (`engine`)" in report
     assert "## Direct link, site to wallet (`link`)" in report
     assert "engine minus direct" in report
+    assert "one site's newest 100 entries" in report
     assert plots.available()  # the dev extra installs matplotlib
     for name in ("concurrency.png", "latency-by-clip.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

@@ -22,6 +22,7 @@ from byoa_skills.serve.app import build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.skills import CallResult, SkillEngine
 from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
 
@@ -55,7 +56,8 @@ def calls_in(folder: Path, ollama: RunningServer, scope: tuple[str, ...]) -> Reg
                         {"name": "ollama", "kind": "ollama", "url": ollama.url},
                         default="ollama/echo")  # fmt: skip
     engine = SkillEngine(None, text=TextRuntime(SourceStore(path)))
-    shim = WalletShim(engine, SiteStore(folder / "sites.json"), ActivityLog(folder / "activity"))
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    shim = WalletShim(engine, SiteStore(database), ActivityLog(database))
     return RegistrationCalls(shim, store)
 
 

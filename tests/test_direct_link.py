@@ -23,6 +23,8 @@ from byoa_skills.demos.site.app import start_site
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.demos.site.manifest import build_link
 from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.link_pairings import PairingStore
 from byoa_skills.store.sites import SiteStore
 
 NORWAY = (SPEECH / "country-norway.wav").read_bytes()
@@ -166,7 +168,7 @@ def test_a_paused_site_is_not_reconnected(engine: Engine) -> None:
     async def body(demo: SiteDemo) -> int:
         _, link = demo.new_code("127.0.0.1")
         answer = await take_link(engine, link, "decide-on-my-own")
-        SiteStore(engine.home / "data" / "sites.json").pause(answer["origin"])
+        SiteStore(WalletDatabase(engine.home / "data" / "wallet.sqlite3")).pause(answer["origin"])
         await demo.connections[0].ws.close()
         await asyncio.sleep(2.5)  # longer than the test schedule's first waits
         return len(demo.hellos)
@@ -174,8 +176,8 @@ def test_a_paused_site_is_not_reconnected(engine: Engine) -> None:
     try:
         assert with_site(body) == 1
     finally:
-        for site in SiteStore(engine.home / "data" / "sites.json").list():
-            SiteStore(engine.home / "data" / "sites.json").forget(site.origin)
+        for site in SiteStore(WalletDatabase(engine.home / "data" / "wallet.sqlite3")).list():
+            SiteStore(WalletDatabase(engine.home / "data" / "wallet.sqlite3")).forget(site.origin)
 
 
 def test_frames_the_wallet_does_not_take(engine: Engine) -> None:
@@ -203,7 +205,7 @@ def test_a_frame_over_4_mb_is_refused(engine: Engine) -> None:
         with contextlib.suppress(ConnectionError):  # the wallet may close while it is sent
             await connection.send(big)
         await until(lambda: connection.closed, "the wallet to close")
-        log = ActivityLog(engine.home / "data" / "activity")
+        log = ActivityLog(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
         ended = lambda: any(e["kind"] == "link" for e in log.read(origin=answer["origin"]))  # noqa: E731
         await until(ended, "the session's end in the activity log")
         return answer["origin"], connection.ws.close_code
@@ -212,7 +214,7 @@ def test_a_frame_over_4_mb_is_refused(engine: Engine) -> None:
     # the wallet closes (1009; the site may see the socket drop first, 1006) and ends the
     # session without answering the frame
     assert close_code in (1006, 1009)
-    log = ActivityLog(engine.home / "data" / "activity")
+    log = ActivityLog(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
     entries = [e for e in log.read(origin=origin) if e["kind"] in ("link", "call")]
     assert [e["kind"] for e in entries] == ["link"] and entries[0]["outcome"] == "dropped"
 
@@ -243,9 +245,10 @@ def test_pairings_come_back_after_a_restart(engine_home: Path, tmp_path: Path) -
 
     hellos = with_site(body)
     assert hellos[1]["session"] is None and hellos[1]["pairing"]
-    stored = json.loads((home / "data" / "pairings.json").read_text())
+    database = WalletDatabase(home / "data" / "wallet.sqlite3")
+    stored = PairingStore(database).all()
     assert len(stored) == 1 and next(iter(stored)).startswith("http://localhost:")
-    assert stat.S_IMODE((home / "data" / "pairings.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE(database.path.stat().st_mode) == 0o600
 
 
 def test_connect_starts_an_engine_when_none_runs(engine_home: Path, tmp_path: Path) -> None:
@@ -282,8 +285,8 @@ def test_an_unknown_code_gets_bad_session_and_ends(engine: Engine) -> None:
 
     answer = with_site(body)
     assert (answer["ok"], answer["code"]) == (False, "bad-session")
-    pairings = engine.home / "data" / "pairings.json"
-    assert answer["origin"] not in (json.loads(pairings.read_text()) if pairings.exists() else {})
+    pairings = PairingStore(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
+    assert answer["origin"] not in pairings.all()
 
 
 def test_the_sites_bye_ends_the_session(engine: Engine) -> None:
@@ -291,7 +294,7 @@ def test_the_sites_bye_ends_the_session(engine: Engine) -> None:
         _, link = demo.new_code("127.0.0.1")
         answer = await take_link(engine, link, "decide-on-my-own")
         await demo.connections[0].say_bye_and_close()
-        log = ActivityLog(engine.home / "data" / "activity")
+        log = ActivityLog(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
         ended = lambda: any(e["kind"] == "link" for e in log.read(origin=answer["origin"]))  # noqa: E731
         await until(ended, "the session's end in the activity log")
         await asyncio.sleep(1.5)  # longer than the test schedule's first waits

@@ -19,6 +19,7 @@ from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, res
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -35,10 +36,15 @@ def make_link(port: int, manifest: dict[str, Any] = GEO_MANIFEST) -> str:
 
 def intake_in(folder: Path, **options: Any) -> LinkIntake:
     # links are taken before any call: no model runs
-    shim = WalletShim(SkillEngine(None), SiteStore(folder / "sites.json"),
-                      ActivityLog(folder / "activity"))  # fmt: skip
-    pairings, recent = PairingStore(folder / "pairings.json"), RecentCodes(folder / "codes.json")
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    shim = WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database))
+    pairings, recent = PairingStore(database), RecentCodes(database)
     return LinkIntake(shim, pairings=pairings, recent=recent, dev_local=True, **options)
+
+
+def activity_in(folder: Path) -> list[dict[str, Any]]:
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    return ActivityLog(database).read()
 
 
 async def silent_site() -> tuple[web.AppRunner, int, list[Any]]:
@@ -93,11 +99,12 @@ def test_a_blocked_or_paused_site_is_not_contacted(tmp_path: Path, state: str) -
         answer = await intake.take(make_link(port), "allow")
         await asyncio.sleep(0.2)
         await runner.cleanup()
+        intake.shim.activity.database.flush()
         return answer, len(sockets)
 
     answer, connected = asyncio.run(main())
     assert (answer["ok"], answer["code"], connected) == (False, f"site-{state}", 0)
-    entries = ActivityLog(tmp_path / "activity").read()
+    entries = activity_in(tmp_path)
     assert entries[-1]["outcome"] == f"site-{state}" and entries[-1]["kind"] == "link"
 
 
@@ -105,17 +112,21 @@ def test_a_refused_link_only_leaves_an_activity_entry(tmp_path: Path) -> None:
     intake = intake_in(tmp_path)
     answer = asyncio.run(intake.take("bringyourownagent://connect?v=0.2", "allow"))
     assert answer["ok"] is False and answer["code"]
-    assert ActivityLog(tmp_path / "activity").read()[-1]["outcome"] == answer["code"]
-    assert not (tmp_path / "pairings.json").exists()
+    intake.shim.activity.database.flush()
+    assert activity_in(tmp_path)[-1]["outcome"] == answer["code"]
+    assert PairingStore(WalletDatabase(tmp_path / "wallet.sqlite3")).all() == {}
 
 
 def test_codes_are_remembered_for_ten_minutes(tmp_path: Path) -> None:
-    recent = RecentCodes(tmp_path / "codes.json")
+    database = WalletDatabase(tmp_path / "wallet.sqlite3")
+    recent = RecentCodes(database)
     assert not recent.seen("a-code")
     assert recent.first_sight("a-code") and recent.seen("a-code")
     assert not recent.first_sight("a-code")
-    assert "a-code" not in (tmp_path / "codes.json").read_text()  # kept as digests only
-    stale = RecentCodes(tmp_path / "codes.json", memory=0)
+    assert b"a-code" not in database.path.read_bytes() + (  # kept as digests only
+        database.path.with_name("wallet.sqlite3-wal").read_bytes()
+    )
+    stale = RecentCodes(database, memory=0)
     assert stale.first_sight("a-code")
 
 

@@ -12,8 +12,6 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -379,20 +377,6 @@ def test_device_auto_uses_the_gpu_only_when_it_computes(
     assert "initialization error" in caplog.text
     with pytest.raises(ValueError):
         resolve_device("tpu", "torch")
-
-
-def test_importing_the_runtimes_imports_no_torch() -> None:
-    heavy = ["torch", "transformers", "safetensors", "faster_whisper", "ctranslate2"]
-    probe = (
-        "import json, sys; import byoa_skills.runtimes.speech; "
-        "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = set(json.loads(done.stdout))
-    assert "byoa_skills" in loaded
-    assert loaded.isdisjoint(heavy), loaded.intersection(heavy)
 
 
 def test_a_folder_that_cannot_be_written_converts_in_memory(

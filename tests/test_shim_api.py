@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from engine import TOKEN, Engine, call_ws
 from grants import GEO_MANIFEST, grant, in_seconds, manifest
 from speech import skill_input
 
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
 
 JFK = skill_input("jfk.wav")  # 11 s of speech
@@ -174,7 +176,7 @@ def test_the_rate_limit(engine: Engine) -> None:
 def test_a_paused_or_blocked_site_gets_nothing(engine: Engine) -> None:
     origin = "https://paused.example.org"
     grant_id = new_grant(engine, origin=origin)
-    sites = SiteStore(engine.home / "data" / "sites.json")
+    sites = SiteStore(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
     sites.pause(origin)
     status, answer = call(engine, grant_id, "audio.transcribe", HELLO)
     assert (status, answer["code"]) == (403, "site-paused")
@@ -224,8 +226,8 @@ def test_every_call_leaves_an_activity_entry_without_audio_or_text(engine: Engin
     grant_id = new_grant(engine, origin="https://logged.example.org")
     call(engine, grant_id, "audio.transcribe", HELLO, language="en")
     call(engine, grant_id, "text.generate", messages("a secret sentence"))
-    folder = Path(engine.home) / "data" / "activity"
-    lines = "".join(path.read_text() for path in sorted(folder.glob("activity.jsonl*")))
+    with sqlite3.connect(Path(engine.home) / "data" / "wallet.sqlite3") as db:
+        lines = "\n".join(row[0] for row in db.execute("SELECT entry FROM activity ORDER BY id"))
     entries = [json.loads(line) for line in lines.splitlines()]
     mine = [entry for entry in entries if entry.get("grant") == grant_id]
     assert [(e["kind"], e["outcome"]) for e in mine] == [

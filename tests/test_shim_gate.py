@@ -4,6 +4,7 @@ contract under concurrency (budget, rate), and what only the shim knows."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +22,7 @@ from byoa_skills.pool import PoolConfig, WorkerPool
 from byoa_skills.skills import PreparedCall, SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import rfc3339
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.gate import Measured, _decide
 from byoa_skills.wallet_shim.grants import GrantRefusal, build_grant
@@ -130,8 +132,9 @@ def run_shim(config: PoolConfig, tmp_path: Path, body, **shim_options):  # type:
         await pool.start()
         try:
             engine = SkillEngine(pool)
-            shim = WalletShim(engine, SiteStore(tmp_path / "sites.json"),
-                              ActivityLog(tmp_path / "activity"), **shim_options)  # fmt: skip
+            database = WalletDatabase(tmp_path / "wallet.sqlite3")
+            shim = WalletShim(engine, SiteStore(database), ActivityLog(database),
+                              **shim_options)  # fmt: skip
             return await body(shim)
         finally:
             await pool.close()
@@ -225,7 +228,8 @@ def test_a_failed_call_frees_its_slot(pool_config: PoolConfig, tmp_path: Path) -
 def test_a_damaged_site_list_serves_no_site(pool_config: PoolConfig, tmp_path: Path) -> None:
     async def body(shim: WalletShim) -> tuple[str, str]:
         summary = shim.create_grant("https://a.example", GEO_MANIFEST, grant())
-        (tmp_path / "sites.json").write_text("{not json")
+        with sqlite3.connect(tmp_path / "wallet.sqlite3") as damage:
+            damage.execute("DROP TABLE sites")
         result = await shim.call(summary["grantId"], "audio.transcribe", HELLO)
         try:
             shim.create_grant("https://b.example", GEO_MANIFEST, grant())

@@ -1,10 +1,11 @@
-"""The site list: states, origins, files written whole and private, two writers at once."""
+"""The site list: states, origins, the database's private file, two writers at once."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from byoa_skills.commands import sites as sites_command
-from byoa_skills.store import files
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import (
     SiteEntry,
     SiteListError,
@@ -34,7 +35,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def store(tmp_path: Path) -> SiteStore:
-    return SiteStore(tmp_path / "data" / "sites.json")
+    return SiteStore(WalletDatabase(tmp_path / "data" / "wallet.sqlite3"))
 
 
 @pytest.mark.parametrize(
@@ -89,7 +90,6 @@ def test_bad_origins_are_refused_with_a_clear_message(given: str, says: str) -> 
 def test_an_unknown_origin_is_active(store: SiteStore) -> None:
     assert store.state(GAME) == "active"
     assert store.list() == []
-    assert not store.path.exists()
 
 
 def test_state_transitions(store: SiteStore) -> None:
@@ -110,7 +110,7 @@ def test_state_transitions(store: SiteStore) -> None:
 
 def test_resume_of_an_unknown_origin_changes_nothing(store: SiteStore) -> None:
     assert store.resume(GAME) is False
-    assert not store.path.exists()
+    assert store.list() == []
 
 
 def test_origins_are_matched_after_normalising(store: SiteStore) -> None:
@@ -123,16 +123,16 @@ def test_methods_refuse_bad_origins(store: SiteStore) -> None:
     for method in (store.state, store.pause, store.resume, store.block, store.forget, store.seen):
         with pytest.raises(ValueError, match="not an origin"):
             method("game.example.org")
-    assert not store.path.exists()
+    assert store.list() == []
 
 
 def test_seen_keeps_the_state_and_first_seen(store: SiteStore) -> None:
-    assert store.seen(GAME) == "active"
+    store.seen(GAME).result()
     first = store.get(GAME)
     assert first is not None and first.first_seen is not None
     assert first.state == "active" and first.last_seen == first.first_seen
     store.block(GAME)
-    assert store.seen(GAME) == "blocked"
+    store.seen(GAME).result()
     again = store.get(GAME)
     assert again is not None
     assert again.state == "blocked"
@@ -143,7 +143,7 @@ def test_seen_keeps_the_state_and_first_seen(store: SiteStore) -> None:
 def test_list_is_sorted_and_holds_frozen_entries(store: SiteStore) -> None:
     store.block("https://b.example.org")
     store.pause("https://a.example.org", note="too many calls")
-    store.seen("http://localhost:8080")
+    store.seen("http://localhost:8080").result()
     entries = store.list()
     assert [(entry.origin, entry.state) for entry in entries] == [
         ("http://localhost:8080", "active"),
@@ -160,14 +160,14 @@ def test_list_is_sorted_and_holds_frozen_entries(store: SiteStore) -> None:
 def test_the_list_persists_across_instances(store: SiteStore) -> None:
     store.pause(GAME)
     store.block("http://localhost:8080")
-    other = SiteStore(store.path)
+    other = SiteStore(WalletDatabase(store.database.path))
     assert other.state(GAME) == "paused"
     assert other.state("http://localhost:8080") == "blocked"
     assert other.list() == store.list()
 
 
 def test_a_reader_sees_another_instances_change(store: SiteStore) -> None:
-    reader = SiteStore(store.path)
+    reader = SiteStore(WalletDatabase(store.database.path))
     assert reader.state(GAME) == "active"
     store.pause(GAME)
     assert reader.state(GAME) == "paused"
@@ -177,51 +177,46 @@ def test_a_reader_sees_another_instances_change(store: SiteStore) -> None:
     assert reader.state(GAME) == "active"
 
 
-def test_the_default_file_is_in_the_data_folder(home: Path) -> None:
+def test_decide_on_my_own_is_kept_per_site(store: SiteStore) -> None:
+    assert store.set_decide_on_my_own(GAME, True) is True
+    assert store.set_decide_on_my_own(GAME, True) is False
+    entry = store.get(GAME)
+    assert entry is not None and entry.decide_on_my_own and entry.state == "active"
+    assert entry.to_json()["decideOnMyOwn"] is True
+    assert store.set_decide_on_my_own(GAME, False) is True
+    assert store.get(GAME).decide_on_my_own is False  # type: ignore[union-attr]
+
+
+def test_the_default_database_is_in_the_data_folder(home: Path) -> None:
     store = SiteStore()
     store.pause(GAME)
-    assert store.path == home / "data" / "sites.json"
-    assert json.loads(store.path.read_text())["sites"][GAME]["state"] == "paused"
+    assert store.database.path == home / "data" / "wallet.sqlite3"
+    with sqlite3.connect(store.database.path) as db:
+        assert db.execute("SELECT state FROM sites WHERE origin = ?", (GAME,)).fetchone() == (
+            "paused",
+        )
 
 
-def test_the_file_is_private_and_no_temporary_file_is_left(store: SiteStore) -> None:
+def test_the_database_is_private_and_in_wal_mode(store: SiteStore) -> None:
     for number in range(10):
         store.block(f"https://site{number}.example.org")
     store.forget("https://site3.example.org")
-    folder = store.path.parent
-    assert sorted(path.name for path in folder.iterdir()) == ["sites.json", "sites.json.lock"]
-    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    document = json.loads(store.path.read_text())
-    assert document["version"] == 1
-    assert len(document["sites"]) == 9
+    path = store.database.path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT count(*) FROM sites").fetchone() == (9,)
 
 
-def test_a_failed_write_leaves_the_old_list(
-    store: SiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store.pause(GAME)
-    before = store.path.read_bytes()
-
-    def refuse(*args: object) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(files.os, "replace", refuse)
-    with pytest.raises(OSError, match="disk full"):
-        store.block(GAME)
-    monkeypatch.undo()
-    assert store.path.read_bytes() == before
-    assert not [path for path in store.path.parent.iterdir() if path.name.endswith(".tmp")]
-    assert SiteStore(store.path).state(GAME) == "paused"
-
-
-def test_a_damaged_file_is_an_error_not_an_empty_list(store: SiteStore) -> None:
-    store.path.parent.mkdir(parents=True)
-    store.path.write_text("{not json")
-    with pytest.raises(SiteListError, match="not JSON"):
+def test_a_database_that_cannot_be_read_is_an_error_not_an_empty_list(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "wallet.sqlite3"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not a database" * 100)
+    store = SiteStore(WalletDatabase(path))
+    with pytest.raises(SiteListError):
         store.state(GAME)
-    store.path.write_text(json.dumps({"version": 1, "sites": {GAME: {"state": "gone"}}}))
-    with pytest.raises(SiteListError, match="valid state"):
+    with pytest.raises(SiteListError):
         store.list()
     with pytest.raises(SiteListError):
         store.pause(GAME)
@@ -231,10 +226,11 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
+    from byoa_skills.store.database import WalletDatabase
     from byoa_skills.store.sites import SiteStore
 
     path, name, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    store = SiteStore(path)
+    store = SiteStore(WalletDatabase(path))
     for _ in range(2000):  # start together, so the two writers overlap
         if go.exists():
             break
@@ -246,12 +242,13 @@ WRITER = textwrap.dedent(
         else:
             store.pause(origin)
         store.seen("https://shared.example.org")
+    store.database.close()
     """
 )
 
 
 def test_two_processes_change_the_list_at_once_and_nothing_is_lost(tmp_path: Path) -> None:
-    path = tmp_path / "data" / "sites.json"
+    path = tmp_path / "data" / "wallet.sqlite3"
     go = tmp_path / "go"
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     writers = [
@@ -263,14 +260,13 @@ def test_two_processes_change_the_list_at_once_and_nothing_is_lost(tmp_path: Pat
     go.touch()
     for writer in writers:
         assert writer.wait(timeout=120) == 0
-    states = {entry.origin: entry.state for entry in SiteStore(path).list()}
+    states = {entry.origin: entry.state for entry in SiteStore(WalletDatabase(path)).list()}
     assert len(states) == 101
     for name in ("left", "right"):
         for number in range(50):
             expected = "blocked" if number % 2 else "paused"
             assert states[f"https://{name}{number}.example.org"] == expected
     assert states["https://shared.example.org"] == "active"
-    assert sorted(item.name for item in path.parent.iterdir()) == ["sites.json", "sites.json.lock"]
 
 
 # The command
@@ -297,11 +293,21 @@ def test_command_changes_and_exit_codes(home: Path, capsys: pytest.CaptureFixtur
     assert SiteStore().list() == []
 
 
+def test_command_sets_decide_on_my_own(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert sites("decide-on-my-own", GAME, "on") == 0
+    assert sites("decide-on-my-own", GAME, "on") == 1
+    assert "already on" in capsys.readouterr().err
+    assert SiteStore().get(GAME).decide_on_my_own is True  # type: ignore[union-attr]
+    assert sites("decide-on-my-own", GAME, "off") == 0
+    with pytest.raises(SystemExit):
+        sites("decide-on-my-own", GAME, "maybe")
+
+
 def test_command_refuses_a_bad_origin(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert sites("block", "game.example.org") == 2
     assert "not an origin" in capsys.readouterr().err
     assert sites("pause", "https://game.example.org/play") == 2
-    assert not (home / "data" / "sites.json").exists()
+    assert SiteStore().list() == []
 
 
 def test_command_usage_errors_exit_2(home: Path) -> None:
@@ -319,14 +325,22 @@ def test_command_lists_as_json_and_plain_lines(
     assert sites("list", "--json") == 0
     assert json.loads(capsys.readouterr().out) == []
     SiteStore().block(GAME)
-    SiteStore().seen("http://localhost:8080")
+    SiteStore().seen("http://localhost:8080").result()
     assert sites("list", "--json") == 0
     listed = json.loads(capsys.readouterr().out)
     assert [(item["origin"], item["state"]) for item in listed] == [
         ("http://localhost:8080", "active"),
         (GAME, "blocked"),
     ]
-    assert set(listed[0]) == {"origin", "state", "since", "firstSeen", "lastSeen", "note"}
+    assert set(listed[0]) == {
+        "origin",
+        "state",
+        "since",
+        "firstSeen",
+        "lastSeen",
+        "note",
+        "decideOnMyOwn",
+    }
     assert sites("list") == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [
@@ -349,9 +363,10 @@ def test_command_lists_a_table_on_a_terminal(
 
 def test_command_reports_a_damaged_list(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (home / "data").mkdir(parents=True)
-    (home / "data" / "sites.json").write_text("[]")
+    (home / "data" / "sites.json").write_text("[]")  # an old list to import, damaged
     assert sites("list") == 2
     assert "not a site list" in capsys.readouterr().err
+    assert (home / "data" / "sites.json").read_text() == "[]"  # kept as it was
 
 
 def test_run_takes_a_plain_namespace(home: Path) -> None:

@@ -43,11 +43,6 @@ def load_clips() -> tuple[dict[str, np.ndarray], str]:
     return clips, "byoa_skills/pool/warmup.wav (repeated)"
 
 
-def seconds_of(samples: np.ndarray) -> float:
-    """Length of a clip in seconds."""
-    return len(samples) / SAMPLE_RATE
-
-
 def wav_bytes(samples: np.ndarray) -> bytes:
     """The clip as a WAV file."""
     return wav_from_int16(samples)

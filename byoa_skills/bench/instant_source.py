@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 from aiohttp import web
 
@@ -32,22 +33,41 @@ def build_app() -> web.Application:
             return web.json_response({**head, "object": "chat.completion", "usage": usage,
                                       "choices": [{"index": 0, "message": message,
                                                    "finish_reason": finish}]})  # fmt: skip
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
+        response = await open_events(request)
         for index, token in enumerate(tokens):
             last = index == len(tokens) - 1
-            chunk = {**head, "object": "chat.completion.chunk",
-                     "choices": [{"index": 0, "delta": {"content": token},
-                                  "finish_reason": finish if last else None}]}  # fmt: skip
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
+            choice = {"index": 0, "delta": {"content": token},
+                      "finish_reason": finish if last else None}  # fmt: skip
+            await send_event(response, {**head, "object": "chat.completion.chunk",
+                                        "choices": [choice]})  # fmt: skip
+        return await end_events(response)
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", chat)
     return app
+
+
+async def open_events(
+    request: web.Request, headers: dict[str, str] | None = None
+) -> web.StreamResponse:
+    """A server-sent event stream for ``request``, its headers sent (``text/event-stream``
+    and ``headers``)."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", **(headers or {})})
+    await response.prepare(request)
+    return response
+
+
+async def send_event(response: web.StreamResponse, payload: dict[str, Any]) -> None:
+    """One ``data:`` event holding ``payload`` as JSON."""
+    await response.write(f"data: {json.dumps(payload)}\n\n".encode())
+
+
+async def end_events(response: web.StreamResponse) -> web.StreamResponse:
+    """End the stream as OpenAI-compatible servers do (``data: [DONE]``); ``response``."""
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
 
 
 def main() -> None:

@@ -137,6 +137,17 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             f"{source} {figures['added_p50_ms']:.2f} ms"
             for source, figures in entry["sources"].items()
         ) + f" ({entry['max_tokens']} answer tokens)."]  # fmt: skip
+    elif name == "store":
+        lines.append(STATS_HEAD.format("the shim's work (ms)"))
+        for key, label in (("grant_created_ms", "grant taken"),
+                           ("call_recorded_ms", "call recorded (event loop)"),
+                           ("call_committed_ms", "call recorded to committed"),
+                           ("site_query_ms", "one site's newest 100 entries")):  # fmt: skip
+            lines.append(_stats_row(label, entry[key]))
+        stall = entry["burst_longest_stall_ms"]
+        lines += ["", f"{entry['sites']} sites, {entry['activity_entries']} activity entries "
+                  f"({entry['database_mib']:.0f} MiB); longest event-loop stall during a burst "
+                  f"of {entry['burst_calls']} calls: {stall:.1f} ms."]  # fmt: skip
     elif name == "memory":
         workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
         lines.append(

@@ -12,9 +12,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -63,15 +64,51 @@ def parse_server_timing(header: str) -> dict[str, float]:
     return timing
 
 
+_Engine = TypeVar("_Engine", bound="EngineProcess")
+
+
 @dataclass
 class EngineProcess:
-    """A running ``serve``: its process, port, token and log."""
+    """A running ``serve``: its process, port, token, home and log."""
 
     process: subprocess.Popen[bytes]
     port: int
     token: str
+    #: The ``BYOA_SKILLS_HOME`` it runs under.
+    home: Path
     log: Path
     started: float
+
+    @classmethod
+    def start(
+        cls: type[_Engine],
+        home: Path,
+        args: Sequence[str],
+        *,
+        token: str | None = None,
+        log_name: str = "serve.log",
+        env: Mapping[str, str] | None = None,
+    ) -> _Engine:
+        """Start ``byoa-skills serve --port P ARGS`` on a free port with
+        ``BYOA_SKILLS_HOME=home``, ``token`` (a fresh one when None) and the variables in
+        ``env``, its log in ``home/log_name``; returns at once (see :meth:`wait_ready`)."""
+        port = free_port()
+        token = token or secrets.token_hex(16)
+        log = home / log_name
+        # the developer switch lets the engine take the reference site's ws://localhost link
+        variables = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": token,
+                     "BYOA_WALLET_DEV_LOCAL": "1", **(env or {})}  # fmt: skip
+        command = [sys.executable, "-m", "byoa_skills", "serve", "--port", str(port), *args]
+        started = time.perf_counter()
+        with log.open("wb") as log_file:
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                env=variables,
+                start_new_session=True,
+            )
+        return cls(process, port, token, home, log, started)
 
     @property
     def url(self) -> str:
@@ -92,7 +129,7 @@ class EngineProcess:
         limit = time.monotonic() + timeout
         while time.monotonic() < limit:
             if self.process.poll() is not None:
-                tail = self.log.read_text(errors="replace")[-2000:]
+                tail = self.log.read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"byoa-skills serve ended early:\n{tail}")
             if self.ready()[0]:
                 return time.perf_counter() - self.started
@@ -138,39 +175,11 @@ def start_engine(
     log_name: str = "serve.log",
     extra: tuple[str, ...] = (),
 ) -> EngineProcess:
-    """Start ``byoa-skills serve`` with ``BYOA_SKILLS_HOME=home`` and a fresh token; returns at
-    once (see :meth:`EngineProcess.wait_ready`)."""
-    port = free_port()
-    token = secrets.token_hex(16)
-    log = home / log_name
-    # the developer switch lets the engine take the reference site's ws://localhost link
-    env = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": token,
-           "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
-    command = [
-        sys.executable,
-        "-m",
-        "byoa_skills",
-        "serve",
-        "--port",
-        str(port),
-        "--model",
-        model,
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-        "--device",
-        device,
-        "--log-level",
-        "warning",
-        *extra,
-    ]
-    started = time.perf_counter()
-    with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=log_file, env=env, start_new_session=True
-        )
-    return EngineProcess(process, port, token, log, started)
+    """Start ``byoa-skills serve`` on ``model`` with ``BYOA_SKILLS_HOME=home`` and a fresh
+    token; returns at once (see :meth:`EngineProcess.wait_ready`)."""
+    args = ["--model", model, "--workers", str(workers), "--threads", str(threads),
+            "--device", device, "--log-level", "warning", *extra]  # fmt: skip
+    return EngineProcess.start(home, args, log_name=log_name)
 
 
 def json_body(body: Any) -> bytes:

@@ -32,11 +32,6 @@ def sign(header: dict[str, Any], payload: bytes, key: OKPKey) -> str:
         )
 
 
-def detached(token: str) -> str:
-    """``token`` with its payload taken out (``header..signature``, RFC 7515 appendix F)."""
-    return jws.detach_content(token)
-
-
 def unverified_header(token: str, payload: bytes | None = None) -> dict[str, Any]:
     """The protected header of a compact JWS, before any check of its signature; ValueError
     when the token is not a compact JWS."""

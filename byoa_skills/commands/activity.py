@@ -1,13 +1,16 @@
-"""``byoa-skills activity``: the newest entries of the activity log."""
+"""``byoa-skills activity``: the newest entries of the activity log, filtered, or all of them
+exported as JSON lines."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import StoreError
 
 EXIT_OK, EXIT_USAGE = 0, 2
 DEFAULT_LIMIT = 50
@@ -15,15 +18,23 @@ COLUMNS = ("time", "kind", "origin", "skill", "decision", "outcome", "measured",
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``activity [--origin O] [--limit N] [--json]`` to the ``byoa-skills`` parser."""
+    """Add ``activity [--origin O] [--skill S] [--decision D] [--code C] [--limit N] [--json]
+    [--export FILE]`` to the ``byoa-skills`` parser."""
     parser = subparsers.add_parser(
         "activity",
         help="what sites asked for and what the wallet answered (never audio or text)",
         description=(
-            "The newest entries of the activity log, oldest first. Exit 0, or 2 for a usage error."
+            "The newest entries of the activity log, oldest first, or every entry written to a "
+            "file with --export (JSON lines, for your own records). The log never holds audio "
+            "or text. Exit 0, or 2 for a usage error."
         ),
     )
     parser.add_argument("--origin", metavar="O", help="only this site (https://game.example.org)")
+    parser.add_argument("--skill", metavar="S", help="only calls of this skill (audio.transcribe)")
+    parser.add_argument(
+        "--decision", choices=("allowed", "warn", "ask", "blocked"), help="only this decision"
+    )
+    parser.add_argument("--code", metavar="C", help="only this outcome: ok or a refusal code")
     parser.add_argument(
         "--limit",
         type=_limit,
@@ -32,6 +43,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"the newest N entries (default {DEFAULT_LIMIT}; 0 for all)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per line")
+    parser.add_argument(
+        "--export", metavar="FILE", type=Path,
+        help="write every entry, oldest first, to FILE as JSON lines (mode 0600)",
+    )  # fmt: skip
     parser.set_defaults(run=run)
 
 
@@ -41,9 +56,20 @@ def run(args: argparse.Namespace) -> int:
     if limit is not None and limit < 0:
         print(f"byoa-skills: --limit must be 0 or more, not {limit}", file=sys.stderr)
         return EXIT_USAGE
+    log = ActivityLog()
     try:
-        entries = ActivityLog().read(origin=getattr(args, "origin", None), limit=limit or None)
-    except (ValueError, OSError) as error:
+        if getattr(args, "export", None) is not None:
+            count = log.export(args.export)
+            print(f"byoa-skills: {count} entries written to {args.export}", file=sys.stderr)
+            return EXIT_OK
+        entries = log.query(
+            origin=getattr(args, "origin", None),
+            skill=getattr(args, "skill", None),
+            decision=getattr(args, "decision", None),
+            code=getattr(args, "code", None),
+            limit=limit or None,
+        )[::-1]
+    except (ValueError, OSError, StoreError) as error:
         print(f"byoa-skills: {error}", file=sys.stderr)
         return EXIT_USAGE
     if getattr(args, "json", False):

@@ -1,16 +1,19 @@
-"""What several subcommands share: the model and device options, logging."""
+"""What several subcommands share: the model and device options, the pool's flag types,
+logging."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from byoa_skills.models import DEFAULT_MODEL, ModelError, ensure_model
 from byoa_skills.models.cli import progress_bar
-
-DEVICES = ("cpu", "cuda", "auto")
+from byoa_skills.pool import Backend, Device, PoolConfig, SettingError
+from byoa_skills.pool.config import check_setting
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,18 +25,58 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-dir", type=Path, help="take the model's files from this folder (verified)"
     )
     parser.add_argument(
-        "--device", choices=DEVICES, default="cpu",
-        help="cpu (int8), cuda (float16), or auto: cuda when a GPU answers, else cpu",
+        "--device", choices=[device.value for device in Device], default=PoolConfig.device.value,
+        help="cpu (int8), cuda (float16), or auto: cuda when a GPU answers, else cpu "
+        f"(default {PoolConfig.device})",
     )  # fmt: skip
     parser.add_argument(
-        "--backend", choices=("ct2", "torch"), default="ct2",
-        help="ct2: CTranslate2 (default); torch: PyTorch, greedy decoding "
-        "(needs byoa-skills[torch])",
+        "--backend", choices=[backend.value for backend in Backend],
+        default=PoolConfig.backend.value,
+        help=f"ct2: CTranslate2; torch: PyTorch, greedy decoding (needs byoa-skills[torch]) "
+        f"(default {PoolConfig.backend})",
     )  # fmt: skip
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"),
         help="log lines on stderr at this level and above (default info)",
     )  # fmt: skip
+
+
+def pool_setting(
+    name: str, convert: Callable[[str], Any], scale: float = 1.0
+) -> Callable[[str], Any]:
+    """An argparse ``type`` for the flag of the :class:`PoolConfig` field ``name``: the flag's
+    text read with ``convert``, refused (a usage error, exit 2) when the field, given the value
+    times ``scale``, would refuse it. It returns the flag's own value, unscaled."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = text  # refused below, with what the flag must be
+        try:
+            check_setting(name, value * scale if isinstance(value, float) else value)
+        except SettingError as error:
+            raise argparse.ArgumentTypeError(f"must be {error.requirement}, got {text!r}") from None
+        return value
+
+    return parse
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number of at least {minimum}, got {text!r}"
+            )
+        return value
+
+    return parse
 
 
 def configure_logging(level: str) -> None:
@@ -54,10 +97,11 @@ def resolve_model(args: argparse.Namespace) -> tuple[str, Path, str] | None:
     except ModelError as error:
         print(f"byoa-skills: {error.code}: {error.message}", file=sys.stderr)
         return None
-    return args.model, folder, resolve_device(args.device, getattr(args, "backend", "ct2"))
+    backend = getattr(args, "backend", PoolConfig.backend.value)
+    return args.model, folder, resolve_device(args.device, backend)
 
 
-def resolve_device(device: str, backend: str = "ct2") -> str:
+def resolve_device(device: str, backend: str = PoolConfig.backend.value) -> str:
     """``cpu`` or ``cuda``; ``auto`` tries a computation on CUDA with ``backend``'s library and
     falls back to the CPU with a logged reason (see :mod:`byoa_skills.runtimes.speech.devices`)."""
     from byoa_skills.runtimes.speech.devices import resolve_device as resolve

@@ -11,11 +11,17 @@ from typing import Any
 
 import aiohttp
 
-from byoa_skills.commands.serve import add_engine_arguments, api_token, run_engine
+from byoa_skills.commands.serve import (
+    add_engine_arguments,
+    add_retention_arguments,
+    api_token,
+    run_engine,
+)
 from byoa_skills.directlink.check import LinkCheck, check_link
 from byoa_skills.directlink.client import link_origin
 from byoa_skills.directlink.intake import dev_local_enabled
 from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.link_pairings import RecentCodes
 from byoa_skills.store.sites import SiteStore
 
@@ -44,20 +50,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           const="decide-on-my-own",
                           help="allow, and come back after a drop without asking")  # fmt: skip
     add_engine_arguments(command)
+    add_retention_arguments(command)
     command.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Check, ask, hand over; see the command's description for the exit status."""
     check = check_link(args.link, dev_local=dev_local_enabled())
-    activity = ActivityLog()
+    database = WalletDatabase.default()
+    activity = ActivityLog(database)
     if not check.ok:
         return _refuse(activity, None, str(check.code), str(check.message))
     origin = link_origin(check)
-    state = SiteStore().state(origin)
+    state = SiteStore(database).state(origin)
     if state != "active":
         return _refuse(activity, origin, f"site-{state}", f"you have {state} {origin}")
-    if RecentCodes().seen(check.session):
+    if RecentCodes(database).seen(check.session):
         return _refuse(activity, origin, "code-seen", "this link's code was used recently")
     print(consent_text(check), file=sys.stderr)
     decision = args.decision or _ask()

@@ -9,28 +9,48 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from byoa_skills.commands.common import add_model_arguments, configure_logging, resolve_model
+from byoa_skills.commands.common import (
+    add_model_arguments,
+    configure_logging,
+    pool_setting,
+    resolve_model,
+)
 from byoa_skills.directlink.intake import LinkIntake
-from byoa_skills.pool import PoolConfig, WorkerPool, WorkerStartFailed, default_layout
+from byoa_skills.pool import (
+    Device,
+    PoolConfig,
+    WorkerPool,
+    WorkerStartFailed,
+    default_layout,
+    default_max_batch,
+)
 from byoa_skills.runtimes.text import TextRuntime
 from byoa_skills.serve.app import LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
 from byoa_skills.skills import SkillEngine
-from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.activity import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_ROWS, ActivityLog
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
 
 DEFAULT_PORT = 8787
-#: Calls a worker decodes together by default, by device: on the CPU batches did not pay
-#: (``byoa-bench batch``, docs/pool.md); a GPU decodes a batch in about the time of one clip.
-DEFAULT_MAX_BATCH = {"cpu": 1, "cuda": 16}
 log = logging.getLogger("byoa_skills.serve")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long the activity log keeps its entries: by age (days) and by count (0: no bound)."""
+
+    days: float = DEFAULT_MAX_AGE_DAYS
+    rows: int = DEFAULT_MAX_ROWS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -46,31 +66,78 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_engine_arguments(serve)
+    add_retention_arguments(serve)
     serve.set_defaults(run=run)
 
 
+def add_retention_arguments(parser: argparse.ArgumentParser) -> None:
+    """How long the activity log keeps its entries."""
+    parser.add_argument(
+        "--activity-days", type=_not_negative(float), default=DEFAULT_MAX_AGE_DAYS, metavar="DAYS",
+        help=f"keep activity entries this many days (default {DEFAULT_MAX_AGE_DAYS}; 0: forever)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--activity-rows", type=_not_negative(int), default=DEFAULT_MAX_ROWS, metavar="N",
+        help=f"keep at most the newest N activity entries (default {DEFAULT_MAX_ROWS}; 0: all)",
+    )  # fmt: skip
+
+
+def retention_of(args: argparse.Namespace) -> Retention:
+    """The retention the options ask for (the defaults where a command has no such options)."""
+    days = getattr(args, "activity_days", DEFAULT_MAX_AGE_DAYS)
+    rows = getattr(args, "activity_rows", DEFAULT_MAX_ROWS)
+    return Retention(days, rows)
+
+
+def _not_negative(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+        return value
+
+    return parse
+
+
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of an engine: address, model, layout, queue, token."""
+    """The options of an engine: address, model, layout, queue, token. The pool's flags take
+    their defaults and checks from :class:`PoolConfig`: a value it refuses is a usage error."""
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8787)")
     add_model_arguments(parser)
-    parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")
-    parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
-    parser.add_argument("--queue", type=int, default=64, help="calls that may wait (default 64)")
     parser.add_argument(
-        "--max-batch", type=int, default=None,
-        help="calls a worker decodes together (default 1 on the CPU, 16 on CUDA; 1: no "
-        "batching)",
+        "--workers", type=pool_setting("workers", int),
+        help="worker processes (default: one per core on the CPU, one on CUDA)",
     )  # fmt: skip
     parser.add_argument(
-        "--batch-window-ms", type=float, default=0.0,
+        "--threads", type=pool_setting("threads_per_worker", int),
+        default=PoolConfig.threads_per_worker,
+        help=f"threads per worker (default {PoolConfig.threads_per_worker})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--queue", type=pool_setting("max_queue", int), default=PoolConfig.max_queue,
+        help=f"calls that may wait (default {PoolConfig.max_queue})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-batch", type=pool_setting("max_batch", int), default=None,
+        help=f"calls a worker decodes together (default {default_max_batch(Device.CPU)} on "
+        f"the CPU, {default_max_batch(Device.CUDA)} on CUDA; 1: no batching)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--batch-window-ms", type=pool_setting("batch_window", float, scale=1e-3),
+        default=PoolConfig.batch_window * 1000,
         help="how long a worker waits for calls to join its batch while all others are "
-        "busy (default 0)",
+        f"busy (default {PoolConfig.batch_window * 1000:g})",
     )  # fmt: skip
     parser.add_argument(
-        "--encoder-seconds", type=float, default=None,
-        help="encode only the first S seconds of each 30 s window when the clips fit "
-        "(faster; see docs/runtime.md for its accuracy cost; default: the whole window)",
+        "--encoder-seconds", type=pool_setting("encoder_seconds", float),
+        default=PoolConfig.encoder_seconds,
+        help="encode only the first S seconds of each 30 s window when the clips fit, "
+        "1 to 30 (faster; see docs/runtime.md for its accuracy cost; default: the whole "
+        "window; not with --backend torch)",
     )  # fmt: skip
     parser.add_argument(
         "--token", help=f"the bearer token (default: ${TOKEN_ENV}, else the token file)"
@@ -89,25 +156,37 @@ def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) 
     if args.host not in LOOPBACK_HOSTS:
         print(f"byoa-skills: --host must be a loopback address, not {args.host}", file=sys.stderr)
         return 2
+    try:  # flags that cannot go together are refused before the model is fetched
+        pool_config(args, args.model, Path(), Device.CPU)
+    except ValueError as error:
+        print(f"byoa-skills: {error}", file=sys.stderr)
+        return 2
     model = resolve_model(args)
     if model is None:
         return 1
-    model_name, model_dir, device = model
-    workers, _ = default_layout(device)
-    config = PoolConfig(
-        model_dir=model_dir, model_name=model_name, device=device, backend=args.backend,
-        workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
-        max_batch=args.max_batch or DEFAULT_MAX_BATCH[device],
-        batch_window=args.batch_window_ms / 1000,
-        encoder_seconds=args.encoder_seconds,
-    )  # fmt: skip
+    config = pool_config(args, *model)
     token = api_token(args.token)
     try:
-        asyncio.run(serve(config, args.host, args.port, token, links))
+        asyncio.run(serve(config, args.host, args.port, token, links, retention_of(args)))
     except WorkerStartFailed as error:
         print(f"byoa-skills: a worker could not start: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def pool_config(
+    args: argparse.Namespace, model_name: str, model_dir: Path, device: str
+) -> PoolConfig:
+    """The pool the engine's flags describe for a model and a resolved device (``cpu`` or
+    ``cuda``); the layout and batch size the flags leave out are the device's defaults.
+    Raises ``ValueError`` naming the flag when the flags do not make a pool."""
+    workers, _ = default_layout(device)
+    return PoolConfig(
+        model_dir=model_dir, model_name=model_name, device=device, backend=args.backend,
+        workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
+        max_batch=args.max_batch or default_max_batch(device),
+        batch_window=args.batch_window_ms / 1000, encoder_seconds=args.encoder_seconds,
+    )  # fmt: skip
 
 
 def api_token(given: str | None) -> str:
@@ -128,15 +207,20 @@ async def serve(
     port: int,
     token: str,
     links: Sequence[tuple[str, str]] = (),
+    retention: Retention | None = None,
 ) -> None:
     """Run the API and the pool until SIGTERM or SIGINT, then drain and stop; once ready,
     come back to kept pairings and take ``links`` (link, decision) the visitor allowed."""
+    retention = retention or Retention()
     metrics = EngineMetrics()
     pool = WorkerPool(config, on_event=metrics.on_pool_event)
     metrics.watch_pool(pool)
     text = TextRuntime()
     engine = SkillEngine(pool, on_call=metrics.record_call, text=text)
-    shim = WalletShim(engine, SiteStore(), ActivityLog())
+    database = WalletDatabase.default()
+    activity = ActivityLog(database, max_age_days=retention.days, max_rows=retention.rows)
+    shim = WalletShim(engine, SiteStore(database), activity)
+    activity.prune()
     intake = LinkIntake(shim)
     runner = web.AppRunner(build_app(engine, metrics, token, shim, intake), access_log=None)
     await runner.setup()
@@ -172,6 +256,7 @@ async def serve(
         await text.close()
         await pool.close()
         await runner.cleanup()
+        await asyncio.to_thread(database.close)  # what is queued is committed
         log.info("event=stopped")
 
 

@@ -19,7 +19,7 @@ _CHANGES = {
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``sites list|pause|resume|block|forget`` to the ``byoa-skills`` parser."""
+    """Add ``sites list|pause|resume|block|forget|decide-on-my-own`` to the parser."""
     sites = subparsers.add_parser(
         "sites",
         help="the sites that asked for your AI: list, pause, resume, block, forget",
@@ -40,6 +40,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for name, text in helps.items():
         action = actions.add_parser(name, help=text)
         action.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
+    own = actions.add_parser(
+        "decide-on-my-own",
+        help="let the wallet come back to a site after a drop without asking (on), or not (off)",
+    )
+    own.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
+    own.add_argument("setting", choices=("on", "off"))
     sites.set_defaults(run=run)
 
 
@@ -51,6 +57,12 @@ def run(args: argparse.Namespace) -> int:
             _print_list(store.list(), args.json)
             return EXIT_OK
         origin = normalize_origin(args.origin)
+        if args.sites_command == "decide-on-my-own":
+            if store.set_decide_on_my_own(origin, args.setting == "on"):
+                print(f"decide on my own: {args.setting} for {origin}")
+                return EXIT_OK
+            print(f"decide on my own is already {args.setting} for {origin}", file=sys.stderr)
+            return EXIT_NOTHING
         done, nothing = _CHANGES[args.sites_command]
         if getattr(store, args.sites_command)(origin):
             print(f"{done} {origin}")

@@ -8,7 +8,12 @@ import sys
 import time
 from typing import Any
 
-from byoa_skills.commands.common import add_model_arguments, configure_logging, resolve_model
+from byoa_skills.commands.common import (
+    add_model_arguments,
+    configure_logging,
+    resolve_model,
+    whole_number,
+)
 from byoa_skills.commands.wav_check import EXIT_INVALID, EXIT_USAGE, EXIT_VALID
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.wav import MAX_CLIP_SECONDS, WavError, parse_wav
@@ -28,7 +33,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     command.add_argument("files", nargs="+", metavar="FILE")
     command.add_argument("--language", help="the language spoken (default: detect it)")
-    command.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
+    command.add_argument(
+        "--threads", type=whole_number(0), default=0, help="CPU threads (default 0: all)"
+    )
     command.add_argument("--json", action="store_true", help="print one JSON object per file")
     add_model_arguments(command)
     command.set_defaults(run=run, log_level="warning")

@@ -11,7 +11,6 @@ comes back after a drop or a restart, after 1, 2, 5, 10 and then every 30 second
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,20 @@ from aiohttp import ClientRequest, ClientResponse, WSMsgType
 from byoa_skills import __version__
 from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
 from byoa_skills.directlink.check import LinkCheck
-from byoa_skills.protocol.frames import chunk_frame
+from byoa_skills.protocol.frames import (
+    LINK_CLOSE,
+    MAX_FRAME_BYTES,
+    Frame,
+    FrameError,
+    bye_frame,
+    chunk_frame,
+    encode,
+    grant_object,
+    hello_frame,
+    ping_frame,
+    read_frame,
+    result_frame,
+)
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.link_pairings import PairingStore
 from byoa_skills.wallet_shim.grants import GrantRefusal
@@ -31,7 +43,6 @@ from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.direct")
 
-MAX_FRAME_BYTES = 4 * 1024 * 1024
 PING_SECONDS = 30.0
 WELCOME_SECONDS = 10.0
 #: Seconds before each attempt to come back after a drop; the last repeats.
@@ -96,7 +107,7 @@ class DirectLink:
     ) -> None:
         self.shim = shim
         self.session = session
-        self.pairings = pairings or PairingStore()
+        self.pairings = pairings or PairingStore(shim.sites.database)
         self.schedule = tuple(schedule)
         self.dev_local = dev_local
 
@@ -169,20 +180,16 @@ class DirectLink:
         if grant is None:
             return "grant-released"
         first = session.pairing is None
-        await ws.send_str(json.dumps({
-            "type": "hello", "v": "0.1",
-            "session": check.session if first else None, "pairing": session.pairing,
-            "wallet": WALLET,
-            "grant": {"skills": grant.skills, "expiresAt": grant.expires_at,
-                      "limits": grant.summary()["limits"]},
-        }))  # fmt: skip
+        granted = grant_object(grant.skills, grant.expires_at, grant.summary()["limits"])
+        hello = hello_frame(check.session if first else None, session.pairing, WALLET, granted)
+        await ws.send_str(encode(hello))
         welcome = await self._welcome(ws)
         if welcome is None:
             return "dropped"
         if welcome.get("type") == "error":
             return "bad-session" if welcome.get("code") == "bad-session" else "dropped"
         if welcome.get("manifest") != check.manifest_text:
-            await ws.send_str('{"type":"bye"}')
+            await ws.send_str(encode(bye_frame()))
             log.warning("event=link-manifest-mismatch origin=%s", session.origin)
             return "manifest-mismatch"
         pairing = welcome.get("pairing")
@@ -196,17 +203,16 @@ class DirectLink:
         log.info("event=link-welcomed origin=%s", session.origin)
         return await self._serve_calls(ws)
 
-    async def _welcome(self, ws: aiohttp.ClientWebSocketResponse) -> dict[str, Any] | None:
+    async def _welcome(self, ws: aiohttp.ClientWebSocketResponse) -> Frame | None:
         """The site's first frame that is a welcome or an error, or None (closed, malformed,
         or nothing within 10 s)."""
 
-        async def first() -> dict[str, Any] | None:
+        async def first() -> Frame | None:
             async for message in ws:
                 if message.type != WSMsgType.TEXT:
                     continue
-                frame = _json_object(message.data)
+                frame = await _take(ws, message.data)
                 if frame is None:
-                    await ws.close(code=1007, message=b"malformed")
                     return None
                 if frame.get("type") in ("welcome", "error"):
                     return frame
@@ -221,24 +227,24 @@ class DirectLink:
         sending = asyncio.Lock()
         calls: set[asyncio.Task[None]] = set()
 
-        async def send(frame: dict[str, Any]) -> None:
+        async def send(frame: Frame) -> None:
             async with sending:
                 if not ws.closed:
-                    await ws.send_str(json.dumps(frame))
+                    await ws.send_str(encode(frame))
 
-        async def answer(frame: dict[str, Any]) -> None:
+        async def answer(frame: Frame) -> None:
             async def chunk(choice: int, text: str) -> None:
-                await send(chunk_frame(frame.get("id"), choice, text))
+                await send(chunk_frame(frame["id"], choice, text))
 
             result = await self.shim.call(self.session.grant_id, frame.get("skill"),
                                           frame.get("input"), frame.get("params"),
                                           on_chunk=chunk)  # fmt: skip
-            await send({"type": "result", "id": frame.get("id"), **result.to_json(with_code=False)})
+            await send(result_frame(frame["id"], result.to_json(with_code=False)))
 
         async def ping() -> None:
             while True:
                 await asyncio.sleep(PING_SECONDS)
-                await send({"type": "ping"})
+                await send(ping_frame())
 
         pinger = asyncio.create_task(ping())
         reason = "dropped"
@@ -246,9 +252,8 @@ class DirectLink:
             async for message in ws:
                 if message.type != WSMsgType.TEXT:
                     continue
-                frame = _json_object(message.data)
+                frame = await _take(ws, message.data)
                 if frame is None:
-                    await ws.close(code=1007, message=b"malformed")
                     return "malformed"
                 kind = frame.get("type")
                 if kind == "call":
@@ -265,10 +270,16 @@ class DirectLink:
         return reason
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The frame as an object, {} for JSON that is not one, None for text that is not JSON."""
+async def _take(ws: aiohttp.ClientWebSocketResponse, text: str) -> Frame | None:
+    """The site's frame; ``{}`` (nothing to do) for one to ignore, such as JSON that is not an
+    object or a call without a usable id, which is neither run nor answered; None after closing
+    the connection on a frame that is not JSON (1007)."""
     try:
-        frame = json.loads(text)
-    except ValueError:
+        return read_frame(text)
+    except FrameError as refused:
+        close = LINK_CLOSE.get(refused.code)
+        if close is None:
+            log.info("event=link-frame-ignored code=%s", refused.code)
+            return {}
+        await ws.close(code=close[0], message=close[1])
         return None
-    return frame if isinstance(frame, dict) else {}

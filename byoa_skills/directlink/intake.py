@@ -53,8 +53,8 @@ class LinkIntake:
         dev_local: bool | None = None,
     ) -> None:
         self.shim = shim
-        self.pairings = pairings or PairingStore()
-        self.recent = recent or RecentCodes()
+        self.pairings = pairings or PairingStore(shim.sites.database)
+        self.recent = recent or RecentCodes(shim.sites.database)
         self.schedule = tuple(schedule) if schedule is not None else reconnect_schedule()
         self.dev_local = dev_local_enabled() if dev_local is None else dev_local
         self.sessions: dict[str, LinkSession] = {}
@@ -80,7 +80,7 @@ class LinkIntake:
         origin = link_origin(check)
         if self._handling >= MAX_LINKS_AT_ONCE:
             return self._refused(origin, "too-many-links", "4 links are being handled already")
-        if not self.recent.first_sight(check.session):
+        if not await asyncio.wrap_future(self.recent.remember(check.session)):
             return self._refused(
                 origin, "code-seen", "this session code was seen in the last 10 minutes"
             )

@@ -1,12 +1,20 @@
 """The warm pool: worker processes that load a speech model once and answer calls."""
 
-from byoa_skills.pool.config import PoolConfig, default_layout
+from byoa_skills.pool.config import (
+    Backend,
+    Device,
+    PoolConfig,
+    SettingError,
+    default_layout,
+    default_max_batch,
+)
 from byoa_skills.pool.errors import (
     CallFailure,
     DeadlineExceeded,
     NotReady,
     QueueFull,
     ShuttingDown,
+    SkillUnavailable,
     TranscribeFailed,
     WorkerCrashed,
     WorkerStartFailed,
@@ -14,16 +22,21 @@ from byoa_skills.pool.errors import (
 from byoa_skills.pool.pool import Transcription, WorkerPool
 
 __all__ = [
+    "Backend",
     "CallFailure",
     "DeadlineExceeded",
+    "Device",
     "NotReady",
     "PoolConfig",
     "QueueFull",
+    "SettingError",
     "ShuttingDown",
+    "SkillUnavailable",
     "TranscribeFailed",
     "Transcription",
     "WorkerCrashed",
     "WorkerPool",
     "WorkerStartFailed",
     "default_layout",
+    "default_max_batch",
 ]

@@ -1,12 +1,26 @@
-"""How the pool is laid out and how long it waits."""
+"""How the pool is laid out and how long it waits: one validated setting per field.
+
+Each setting a command line sets names its flag in its field's metadata. The pool's checks
+live here alone: :class:`PoolConfig` runs them when it is made, and the CLI runs the same ones
+on each flag as it parses it (``commands/common.py``).
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
+from byoa_skills.runtimes.speech.devices import Backend, Device
+from byoa_skills.runtimes.speech.options import DecodeOptions
 from byoa_skills.wav import MAX_CLIP_SECONDS
+
+#: Calls a worker decodes together by default, by device: on the CPU batches did not pay
+#: (``byoa-bench batch``, docs/pool.md); a GPU decodes a batch in about the time of one clip.
+DEFAULT_MAX_BATCH = {Device.CPU: 1, Device.CUDA: 16}
 
 
 def available_cores() -> int:
@@ -17,47 +31,183 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def default_layout(device: str = "cpu") -> tuple[int, int]:
+def default_layout(device: str = Device.CPU) -> tuple[int, int]:
     """``(workers, threads per worker)``: one single-threaded worker per core on the CPU
     (two 1-thread processes beat one 2-thread process on 2 cores), one worker on a GPU."""
-    if device == "cuda":
+    if device == Device.CUDA:
         return 1, 1
     return max(1, available_cores()), 1
 
 
+def default_max_batch(device: str = Device.CPU) -> int:
+    """The calls a worker decodes together by default on ``device`` (``cpu`` or ``cuda``)."""
+    return DEFAULT_MAX_BATCH[Device(device)]
+
+
+def _flag(name: str) -> dict[str, str]:
+    return {"flag": name}
+
+
 @dataclass(frozen=True)
 class PoolConfig:
-    """Everything a pool needs to start its workers; picklable, sent to each worker."""
+    """Everything a pool needs to start its workers; picklable, sent to each worker.
+
+    It checks itself when made: a value no worker could run with raises ``ValueError`` with a
+    one-line message that names the setting's flag (or, for a setting with no flag, its field),
+    so a bad setting is refused before any worker starts. ``backend`` and ``device`` may be
+    given as strings; they are kept as :class:`Backend` and :class:`Device`.
+    """
 
     model_dir: Path
     model_name: str = "base"
-    device: str = "cpu"
+    #: ``cpu`` or ``cuda``; ``auto`` is resolved before a pool is configured
+    #: (:func:`byoa_skills.runtimes.speech.devices.resolve_device`).
+    device: Device = field(default=Device.CPU, metadata=_flag("--device"))
     compute_type: str = "default"
     #: The speech backend each worker loads: ``ct2`` (CTranslate2) or ``torch`` (PyTorch).
-    backend: str = "ct2"
-    workers: int = field(default_factory=lambda: default_layout()[0])
-    threads_per_worker: int = 1
+    backend: Backend = field(default=Backend.CT2, metadata=_flag("--backend"))
+    workers: int = field(default_factory=lambda: default_layout()[0], metadata=_flag("--workers"))
+    threads_per_worker: int = field(default=1, metadata=_flag("--threads"))
     #: Calls waiting for a worker beyond this are refused with ``queue-full``.
-    max_queue: int = 64
+    max_queue: int = field(default=64, metadata=_flag("--queue"))
     #: The deadline of a call that names none, in seconds (the wallet's 120 s).
     default_deadline: float = 120.0
     #: The longest clip the pool takes, in seconds; sizes each worker's audio buffer.
     max_clip_seconds: float = MAX_CLIP_SECONDS
-    #: A worker is replaced after this many calls (0: never).
+    #: A worker is replaced after about this many calls (0: never); each worker draws its own
+    #: threshold within ``recycle_jitter`` of it, so workers do not all restart together.
     recycle_after_calls: int = 10_000
+    #: How far a worker's recycle threshold may be from ``recycle_after_calls``, as a fraction
+    #: of it (0.1: ±10 %); a threshold is never below 1.
+    recycle_jitter: float = 0.1
     #: A worker whose resident memory passes this many MiB after a call is replaced (0: never).
     max_worker_rss_mib: int = 2048
     #: How long a worker may take to load its model and warm up, in seconds.
     start_timeout: float = 300.0
     #: How long a worker asked to stop may take before it is killed, in seconds.
     stop_grace: float = 5.0
+    #: A slot whose worker fails to start this many times in a row stops trying: it is
+    #: unavailable until the pool is started again.
+    max_start_failures: int = 5
+    #: The wait before the first restart after a failed start, in seconds; it doubles with each
+    #: failure in a row, up to 30 s.
+    restart_backoff: float = 0.5
     #: Whether each worker runs a warm-up inference before it reports ready.
     warm_up: bool = True
     #: The most calls a worker decodes together in one batch (1: one at a time). A worker
     #: that comes free takes every waiting call up to this many.
-    max_batch: int = 1
+    max_batch: int = field(default=1, metadata=_flag("--max-batch"))
     #: How long a worker that took a call waits for others to join its batch, in seconds;
     #: only while every other worker is busy (a lone call on an idle pool never waits).
-    batch_window: float = 0.0
+    batch_window: float = field(default=0.0, metadata=_flag("--batch-window-ms"))
     #: Encode only this many seconds of each window when the clips fit (None: all 30 s).
-    encoder_seconds: float | None = None
+    encoder_seconds: float | None = field(default=None, metadata=_flag("--encoder-seconds"))
+
+    def __post_init__(self) -> None:
+        for name in _RULES:
+            object.__setattr__(self, name, check_setting(name, getattr(self, name)))
+        if self.device == Device.AUTO:
+            raise ValueError(
+                "--device auto must be resolved to cpu or cuda before the pool is configured"
+            )
+        if self.backend == Backend.TORCH and self.encoder_seconds is not None:
+            # WhisperTorchBackend refuses it: it always encodes the whole 30 s window
+            raise ValueError(
+                "--encoder-seconds is not supported by --backend torch, which encodes the "
+                "whole 30 s window"
+            )
+
+    def decode_options(self) -> DecodeOptions:
+        """The decoding options each worker loads its backend with."""
+        options = DecodeOptions(encoder_seconds=self.encoder_seconds)
+        if self.backend == Backend.TORCH:
+            options = replace(options, beam_size=1)  # it decodes greedily
+        return options
+
+
+class SettingError(ValueError):
+    """A :class:`PoolConfig` setting no pool could run with; its message names the flag."""
+
+    def __init__(self, flag: str, requirement: str, value: Any) -> None:
+        super().__init__(f"{flag} must be {requirement}, got {value!r}")
+        self.flag = flag
+        self.requirement = requirement
+        self.value = value
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of the :class:`PoolConfig` field ``name``, or the field's own name
+    when no flag sets it."""
+    return str(_FIELDS[name].metadata.get("flag", name))
+
+
+def check_setting(name: str, value: Any) -> Any:
+    """``value`` as the :class:`PoolConfig` field ``name`` keeps it (a string becomes its
+    enum); raise :class:`SettingError` when no pool could run with it."""
+    if name not in _RULES:
+        return value
+    accepts, requirement = _RULES[name]
+    kind = _ENUMS.get(name)
+    try:
+        kept = kind(value) if kind is not None else value
+        if accepts(kept):
+            return kept
+    except (TypeError, ValueError):
+        pass
+    raise SettingError(flag_of(name), requirement, value)
+
+
+def recycle_threshold(calls: int, jitter: float, rng: random.Random) -> int:
+    """One worker's recycle threshold: ``calls`` moved by a random fraction of at most
+    ``jitter`` either way, at least 1; 0 (never recycle) stays 0."""
+    if calls <= 0:
+        return 0
+    return max(1, round(calls * rng.uniform(1.0 - jitter, 1.0 + jitter)))
+
+
+def _whole(minimum: int) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _number(
+    low: float, high: float = float("inf"), *, above: bool = False
+) -> Callable[[Any], bool]:
+    def accepts(value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        return (value > low if above else value >= low) and value <= high
+
+    return accepts
+
+
+def _encoder_seconds(value: Any) -> bool:
+    if value is None:
+        return True
+    DecodeOptions(encoder_seconds=value)  # the runtime's own range: raises ValueError
+    return _number(0.0, above=True)(value)
+
+
+_ENUMS: dict[str, type[Backend] | type[Device]] = {"device": Device, "backend": Backend}
+_POSITIVE = "a number above 0"
+#: Per field: whether a value is accepted, and what the value must be.
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "device": (lambda value: True, f"one of {', '.join(d.value for d in Device)}"),
+    "backend": (lambda value: True, f"one of {', '.join(b.value for b in Backend)}"),
+    "workers": (_whole(1), "a whole number of at least 1"),
+    "threads_per_worker": (_whole(1), "a whole number of at least 1"),
+    "max_queue": (_whole(1), "a whole number of at least 1"),
+    "default_deadline": (_number(0.0, above=True), _POSITIVE),
+    "max_clip_seconds": (_number(0.0, MAX_CLIP_SECONDS, above=True),
+                         f"a number above 0, at most {MAX_CLIP_SECONDS:g}"),
+    "recycle_after_calls": (_whole(0), "a whole number of at least 0 (0: never)"),
+    "recycle_jitter": (_number(0.0, 0.9), "a fraction in [0, 0.9]"),
+    "max_worker_rss_mib": (_whole(0), "a whole number of at least 0 (0: never)"),
+    "start_timeout": (_number(0.0, above=True), _POSITIVE),
+    "stop_grace": (_number(0.0, above=True), _POSITIVE),
+    "max_start_failures": (_whole(1), "a whole number of at least 1"),
+    "restart_backoff": (_number(0.0, above=True), _POSITIVE),
+    "max_batch": (_whole(1), "a whole number of at least 1"),
+    "batch_window": (_number(0.0), "a number of at least 0"),
+    "encoder_seconds": (_encoder_seconds, "a number in [1, 30] (unset: the whole 30 s window)"),
+}  # fmt: skip
+_FIELDS = {setting.name: setting for setting in fields(PoolConfig)}

@@ -56,5 +56,12 @@ class NotReady(CallFailure):
     code = "not-ready"
 
 
+class SkillUnavailable(CallFailure):
+    """No worker can serve: each slot's worker failed to start too many times in a row, and
+    the slots stopped trying. Calls are answered at once until the pool is started again."""
+
+    code = "skill-unavailable"
+
+
 class WorkerStartFailed(Exception):
     """A worker could not load its model or warm up (the message says why)."""

@@ -3,7 +3,8 @@
 Each worker has a slot: a shared memory block for a batch of clips' samples and a loop that
 takes the next calls from the queue (every waiting call, up to the batch size), runs them as
 one batch, and replaces the worker when it dies, overruns a deadline, or has served enough.
-The slot loop is the one owner of a running call.
+The slot loop is the one owner of a running call. A slot whose worker fails to start too many
+times in a row stops trying; when no slot is left, every call is answered ``skill-unavailable``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,41 +21,61 @@ from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
-from byoa_skills.pool.config import PoolConfig
+from byoa_skills.pool.config import PoolConfig, recycle_threshold
 from byoa_skills.pool.errors import (
     CallFailure,
     DeadlineExceeded,
     NotReady,
     QueueFull,
     ShuttingDown,
+    SkillUnavailable,
     TranscribeFailed,
     WorkerCrashed,
     WorkerStartFailed,
 )
+from byoa_skills.pool.messages import Job, JobItem, Refusal
 from byoa_skills.pool.worker import WorkerDied, WorkerProcess
+from byoa_skills.runtimes.speech.base import Transcript
 from byoa_skills.wav import Clip, max_frames
 
 log = logging.getLogger("byoa_skills.pool")
 
-#: Called with ("worker-restart", reason) and ("worker-ready", seconds to start).
+#: Called with ("worker-restart", reason), ("worker-ready", seconds to start),
+#: ("worker-start-failed", why) and ("worker-gave-up", why).
 EventHook = Callable[[str, str | float], None]
 
 
 @dataclass(frozen=True)
 class Transcription:
-    """A pool's answer to one clip."""
+    """A pool's answer to one clip: what the worker's runtime heard, and the pool's timing."""
 
-    text: str
-    language: str | None
-    language_probability: float
-    #: Seconds from the call's arrival to its answer; of them, waiting in the queue, and the
-    #: model's own time in the worker.
+    transcript: Transcript
+    #: Seconds from the call's arrival to its answer; of them, waiting in the queue.
     seconds: float
     queued_seconds: float
-    inference_seconds: float
     worker_pid: int
     #: How many calls the worker decoded together with this one (itself included).
     batch_size: int = 1
+
+    @property
+    def text(self) -> str:
+        """The text spoken (see :class:`Transcript`)."""
+        return self.transcript.text
+
+    @property
+    def language(self) -> str | None:
+        """The language the text was decoded in."""
+        return self.transcript.language
+
+    @property
+    def language_probability(self) -> float:
+        """The model's probability for a detected language; 1.0 for one asked for."""
+        return self.transcript.language_probability
+
+    @property
+    def inference_seconds(self) -> float:
+        """The model's own time in the worker, for the whole batch."""
+        return self.transcript.seconds
 
 
 @dataclass
@@ -74,17 +96,30 @@ class _Slot:
     samples: np.ndarray
     worker: WorkerProcess | None = None
     calls_served: int = 0
+    #: The calls after which this slot's worker is recycled (0: never), drawn per worker.
+    recycle_after: int = 0
     busy: bool = False
+    #: The slot's worker failed to start too many times in a row: it stopped trying.
+    gave_up: bool = False
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
 class WorkerPool:
     """Warm worker processes answering ``audio.transcribe`` clips, one batch per worker at a
-    time, with a bounded queue, per-call deadlines and self-healing workers."""
+    time, with a bounded queue, per-call deadlines and self-healing workers.
 
-    def __init__(self, config: PoolConfig, on_event: EventHook | None = None) -> None:
+    ``rng`` draws each worker's recycle threshold (a seeded one makes them reproducible).
+    """
+
+    def __init__(
+        self,
+        config: PoolConfig,
+        on_event: EventHook | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.config = config
         self._on_event = on_event or (lambda kind, value: None)
+        self._rng = rng or random.Random()
         self._queue: asyncio.Queue[_Call] = asyncio.Queue(maxsize=config.max_queue)
         self._slots: list[_Slot] = []
         self._ids = itertools.count(1)
@@ -133,13 +168,19 @@ class WorkerPool:
         """Workers running a call now."""
         return sum(slot.busy for slot in self._slots)
 
+    @property
+    def available(self) -> bool:
+        """Whether some slot still has, or is still trying to start, a worker; False once
+        every slot gave up (calls are then answered ``skill-unavailable``)."""
+        return any(not slot.gave_up for slot in self._slots)
+
+    def recycle_thresholds(self) -> list[int]:
+        """Each slot's calls after which its current worker is recycled (0: never)."""
+        return [slot.recycle_after for slot in self._slots]
+
     def worker_pids(self) -> list[int]:
         """The process ids of the live workers."""
         return [s.worker.pid for s in self._slots if s.worker and s.worker.alive and s.worker.pid]
-
-    def worker_rss_mib(self) -> list[float]:
-        """Each live worker's resident memory as it last reported it, in MiB."""
-        return [s.worker.rss_mib for s in self._slots if s.worker and s.worker.alive]
 
     async def drain(self) -> None:
         """Refuse new calls; return when every queued and running call has its answer."""
@@ -173,12 +214,15 @@ class WorkerPool:
         """Transcribe one clip within ``deadline`` seconds (the configured default if None).
 
         Raises a :class:`CallFailure`: ``queue-full`` at once when the queue is full,
-        ``shutting-down``, ``deadline-exceeded``, ``worker-crashed``, or the model's refusal.
+        ``skill-unavailable`` at once when no worker can start, ``shutting-down``,
+        ``deadline-exceeded``, ``worker-crashed``, or the model's refusal.
         """
         if self._draining:
             raise ShuttingDown("the engine is shutting down and takes no new calls")
         if not self._started:
             raise NotReady("the workers are still loading the model")
+        if not self.available:
+            raise _unavailable()
         if clip.frames > max_frames(self.config.max_clip_seconds):
             raise TranscribeFailed(f"a clip of {clip.seconds:.1f} s is longer than the pool takes")
         now = time.monotonic()
@@ -208,7 +252,7 @@ class WorkerPool:
     # -- slots --------------------------------------------------------------------------
 
     async def _serve(self, slot: _Slot) -> None:
-        while True:
+        while not slot.gave_up:
             if slot.worker is None or not slot.worker.alive:
                 await self._replace(slot, "died")
                 continue
@@ -220,6 +264,10 @@ class WorkerPool:
                 continue
             if not slot.worker.alive:  # it died as the calls arrived: replace it, then run
                 await self._replace(slot, "died")
+                if slot.gave_up:
+                    for call in calls:
+                        _fail(call, _unavailable())
+                    return
             slot.busy = True
             try:
                 await self._run(slot, calls)
@@ -240,7 +288,7 @@ class WorkerPool:
                 calls.append(self._queue.get_nowait())
                 continue
             wait = closes - time.monotonic()
-            others_busy = all(s.busy or s is slot for s in self._slots)
+            others_busy = all(s.busy or s.gave_up or s is slot for s in self._slots)
             if wait <= 0 or not others_busy:
                 break
             try:
@@ -290,14 +338,14 @@ class WorkerPool:
         for call in calls:
             call.started = started
             slot.samples[offset : offset + call.clip.frames] = call.clip.samples
-            items.append((offset, call.clip.frames, call.language))
+            items.append(JobItem(offset, call.clip.frames, call.language))
             offset += call.clip.frames
         overrun = "the call overran its deadline"
         timers = [
             loop.call_later(call.deadline - started, _fail, call, DeadlineExceeded(overrun))
             for call in calls
         ]
-        job = worker.run(next(self._ids), items)
+        job = worker.run(Job(next(self._ids), tuple(items)))
         try:
             answers = await asyncio.wait_for(job, max(c.deadline for c in calls) - started)
         except asyncio.TimeoutError:
@@ -325,16 +373,13 @@ class WorkerPool:
             log.debug("event=batch slot=%d size=%d ms=%.0f", slot.index, len(calls),
                       (done - started) * 1000)  # fmt: skip
         for call, answer in zip(calls, answers, strict=True):
-            if answer.result is None:
-                _fail(call, TranscribeFailed(answer.message or "refused", answer.code))
+            if isinstance(answer, Refusal):
+                _fail(call, TranscribeFailed(answer.message, answer.code))
                 continue
             transcription = Transcription(
-                text=answer.result["text"],
-                language=answer.result["language"],
-                language_probability=answer.result["language_probability"],
+                transcript=answer,
                 seconds=done - call.arrived,
                 queued_seconds=started - call.arrived,
-                inference_seconds=answer.result["seconds"],
                 worker_pid=worker.pid or 0,
                 batch_size=len(calls),
             )
@@ -345,7 +390,7 @@ class WorkerPool:
         config, worker = self.config, slot.worker
         if worker is None:
             return False
-        by_calls = 0 < config.recycle_after_calls <= slot.calls_served
+        by_calls = 0 < slot.recycle_after <= slot.calls_served
         by_memory = 0 < config.max_worker_rss_mib < worker.rss_mib
         return by_calls or by_memory
 
@@ -359,20 +404,39 @@ class WorkerPool:
             await old.stop()
         self.restarts += 1
         self._on_event("worker-restart", reason)
-        delay = 0.5
-        while True:
+        delay = self.config.restart_backoff
+        for failures in itertools.count(1):
             try:
                 await self._start_worker(slot)
                 return
             except WorkerStartFailed as error:
-                log.error("event=worker-start-failed slot=%d error=%r", slot.index, str(error))
+                log.error("event=worker-start-failed slot=%d failures=%d error=%r",
+                          slot.index, failures, str(error))  # fmt: skip
+                self._on_event("worker-start-failed", str(error))
+                if failures >= self.config.max_start_failures:
+                    self._give_up(slot, str(error))
+                    return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
+
+    def _give_up(self, slot: _Slot, error: str) -> None:
+        """Stop restarting ``slot``; once no slot is left, answer every queued call."""
+        log.error("event=worker-gave-up slot=%d error=%r", slot.index, error)
+        slot.gave_up = True
+        slot.worker = None
+        self._on_event("worker-gave-up", error)
+        if not self.available:
+            while not self._queue.empty():
+                _fail(self._queue.get_nowait(), _unavailable())
 
     async def _start_worker(self, slot: _Slot) -> None:
         began = time.monotonic()
         slot.worker = WorkerProcess(self.config, slot.shm.name, f"byoa-worker-{slot.index}")
         slot.calls_served = 0
+        config = self.config
+        slot.recycle_after = recycle_threshold(
+            config.recycle_after_calls, config.recycle_jitter, self._rng
+        )
         await slot.worker.wait_ready()
         seconds = time.monotonic() - began
         log.info(
@@ -380,6 +444,10 @@ class WorkerPool:
             slot.index, slot.worker.pid, seconds, slot.worker.rss_mib,
         )  # fmt: skip
         self._on_event("worker-ready", seconds)
+
+
+def _unavailable() -> SkillUnavailable:
+    return SkillUnavailable("no speech worker can start here; see the engine's log")
 
 
 def _fail(call: _Call, failure: CallFailure) -> None:

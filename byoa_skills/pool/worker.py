@@ -10,12 +10,11 @@ import asyncio
 import contextlib
 import multiprocessing
 import signal
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
 
 from byoa_skills.pool.config import PoolConfig
 from byoa_skills.pool.errors import WorkerStartFailed
+from byoa_skills.pool.messages import Answer, Answers, FromWorker, Job, Ready, StartFailed, Stop
 from byoa_skills.pool.worker_main import run_worker
 
 _SPAWN = multiprocessing.get_context("spawn")
@@ -23,20 +22,6 @@ _SPAWN = multiprocessing.get_context("spawn")
 
 class WorkerDied(Exception):
     """The worker process ended while the parent waited for it."""
-
-
-@dataclass(frozen=True)
-class JobAnswer:
-    """What a worker said about one clip of a job: a result dict, or a refusal code and
-    message."""
-
-    result: dict[str, Any] | None
-    code: str | None = None
-    message: str | None = None
-
-
-#: One clip of a job: where its samples start in the shared block, how many, its language.
-JobItem = tuple[int, int, str | None]
 
 
 class WorkerProcess:
@@ -53,7 +38,7 @@ class WorkerProcess:
         self._process.start()
         child_end.close()
         self._ready: asyncio.Future[float] = self._loop.create_future()
-        self._job: tuple[int, asyncio.Future[list[JobAnswer]]] | None = None
+        self._job: tuple[int, asyncio.Future[tuple[Answer, ...]]] | None = None
         self._exited = asyncio.Event()
         self.rss_mib = 0.0
         self._loop.add_reader(self._conn.fileno(), self._on_readable)
@@ -80,17 +65,17 @@ class WorkerProcess:
             self.kill()
             raise WorkerStartFailed(f"no ready within {self._config.start_timeout:g} s") from None
 
-    async def run(self, job_id: int, items: list[JobItem]) -> list[JobAnswer]:
-        """Send a job (one clip or a batch) whose samples are already in the shared block;
+    async def run(self, job: Job) -> tuple[Answer, ...]:
+        """Send ``job`` (one clip or a batch) whose samples are already in the shared block;
         return one answer per clip, in order.
 
         Raises :class:`WorkerDied` if the process ends first. Cancelling leaves the worker
         busy: the caller must kill it.
         """
-        future: asyncio.Future[list[JobAnswer]] = self._loop.create_future()
-        self._job = (job_id, future)
+        future: asyncio.Future[tuple[Answer, ...]] = self._loop.create_future()
+        self._job = (job.id, future)
         try:
-            self._conn.send(("job", job_id, items))
+            self._conn.send(job)
         except (OSError, ValueError) as error:
             self._job = None
             raise WorkerDied(f"the pipe to the worker is closed: {error}") from None
@@ -112,7 +97,7 @@ class WorkerProcess:
         """Ask the worker to finish and end; SIGTERM, then SIGKILL after the grace period."""
         if self.alive:
             with contextlib.suppress(OSError, ValueError):
-                self._conn.send(("stop",))
+                self._conn.send(Stop())
         for escalate in (self._terminate, self.kill):
             try:
                 await asyncio.wait_for(self._exited.wait(), self._config.stop_grace)
@@ -132,21 +117,15 @@ class WorkerProcess:
         except (EOFError, OSError):
             self._loop.remove_reader(self._conn.fileno())
 
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "ready" and not self._ready.done():
-            self._ready.set_result(float(message[2]))
-        elif kind == "failed" and not self._ready.done():
-            self._ready.set_exception(WorkerStartFailed(message[1]))
-        elif kind == "answers" and self._job and self._job[0] == message[1]:
-            future = self._job[1]
-            answers = [
-                JobAnswer(answer[1]) if answer[0] == "result" else JobAnswer(None, *answer[1:])
-                for answer in message[2]
-            ]
-            self.rss_mib = float(message[3])
-            if not future.done():
-                future.set_result(answers)
+    def _dispatch(self, message: FromWorker) -> None:
+        if isinstance(message, Ready) and not self._ready.done():
+            self._ready.set_result(message.rss_mib)
+        elif isinstance(message, StartFailed) and not self._ready.done():
+            self._ready.set_exception(WorkerStartFailed(message.message))
+        elif isinstance(message, Answers) and self._job and self._job[0] == message.job_id:
+            self.rss_mib = message.rss_mib
+            if not self._job[1].done():
+                self._job[1].set_result(message.answers)
 
     def _on_exit(self) -> None:
         self._loop.remove_reader(self._process.sentinel)

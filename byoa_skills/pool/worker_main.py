@@ -1,15 +1,10 @@
 """The code that runs inside a worker process.
 
-It loads the model once, runs a warm-up inference, says ``ready`` on its pipe, then answers
-one job at a time. A job is a batch of one or more clips, decoded together; their samples lie
-one after the other in the shared memory block the parent owns, and the job message carries
-only where each starts and how long it is. Messages on the pipe:
-
-parent → worker: ``("job", id, [(offset, frames, language | None), ...])``, ``("stop",)``
-worker → parent: ``("ready", pid, rss_mib)``, ``("failed", message)``,
-``("answers", id, [answer, ...], rss_mib)``, one answer per clip in order:
-``("result", {"text", "language", "language_probability", "seconds"})`` or
-``("refused", code, message)``
+It loads the model once, runs a warm-up inference, says :class:`Ready` on its pipe, then answers
+one :class:`Job` at a time with its :class:`Answers`, until it gets :class:`Stop` or the pipe
+closes. A job is a batch of one or more clips, decoded together; their samples lie one after
+the other in the shared memory block the parent owns (the message types are in
+:mod:`byoa_skills.pool.messages`).
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 
 from byoa_skills.pool.config import PoolConfig
+from byoa_skills.pool.messages import Answer, Answers, Job, JobItem, Ready, Refusal, StartFailed
 from byoa_skills.wav import Clip, parse_wav
 
 WARM_UP_CLIP = "warmup.wav"
@@ -39,41 +35,32 @@ def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
         if config.warm_up:
             backend.transcribe(warm_up_samples(), "en")
     except BaseException as error:  # a worker that cannot start says why, then ends
-        conn.send(("failed", _one_line(error)))
+        conn.send(StartFailed(_one_line(error)))
         return
-    conn.send(("ready", os.getpid(), rss_mib()))
+    conn.send(Ready(os.getpid(), rss_mib()))
     while True:
         try:
             message = conn.recv()
         except (EOFError, OSError):
             return
-        if message[0] != "job":
+        if not isinstance(message, Job):  # Stop, or nothing this worker knows
             return
-        _, job_id, items = message
-        conn.send(("answers", job_id, _answers(backend, shm, items), rss_mib()))
+        conn.send(Answers(message.id, _answers(backend, shm, message.items), rss_mib()))
 
 
-def _answers(backend, shm: SharedMemory, items: list[tuple[int, int, str | None]]) -> list[tuple]:  # type: ignore[no-untyped-def]
+def _answers(backend, shm: SharedMemory, items: tuple[JobItem, ...]) -> tuple[Answer, ...]:  # type: ignore[no-untyped-def]
     """One answer per clip of the batch; a failure of the whole batch refuses each clip."""
     from byoa_skills.runtimes.speech import RuntimeRefusal
 
     try:
-        batch = [(_samples(shm, offset, frames), language) for offset, frames, language in items]
+        batch = [(_samples(shm, item.offset, item.frames), item.language) for item in items]
         transcripts = backend.transcribe_batch(batch)
     except Exception as error:
-        return [("refused", "transcribe-failed", _one_line(error))] * len(items)
-    answers: list[tuple] = []  # type: ignore[type-arg]
-    for transcript in transcripts:
-        if isinstance(transcript, RuntimeRefusal):
-            answers.append(("refused", transcript.code, transcript.message))
-        else:
-            answers.append(("result", {
-                "text": transcript.text,
-                "language": transcript.language,
-                "language_probability": transcript.language_probability,
-                "seconds": transcript.seconds,
-            }))  # fmt: skip
-    return answers
+        return (Refusal("transcribe-failed", _one_line(error)),) * len(items)
+    return tuple(
+        Refusal(answer.code, answer.message) if isinstance(answer, RuntimeRefusal) else answer
+        for answer in transcripts
+    )
 
 
 def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
@@ -81,21 +68,16 @@ def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
 
 
 def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
-    from dataclasses import replace
+    from byoa_skills.runtimes.speech import load_backend
 
-    from byoa_skills.runtimes.speech import DecodeOptions, load_backend
-
-    options = DecodeOptions(encoder_seconds=config.encoder_seconds)
-    if config.backend == "torch":
-        options = replace(options, beam_size=1)  # it decodes greedily
     return load_backend(
         config.model_dir,
         model_name=config.model_name,
-        device=config.device,
+        device=config.device.value,
         compute_type=config.compute_type,
         cpu_threads=config.threads_per_worker,
-        options=options,
-        backend=config.backend,
+        options=config.decode_options(),
+        backend=config.backend.value,
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,7 +18,17 @@ from aiohttp import WSMsgType, web
 
 from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.directlink.intake import LinkIntake
-from byoa_skills.protocol.frames import chunk_frame
+from byoa_skills.protocol.frames import (
+    MAX_FRAME_BYTES,
+    READ_LIMIT_BYTES,
+    FrameError,
+    chunk_frame,
+    encode,
+    error_frame,
+    read_frame,
+    read_json_object,
+    result_frame,
+)
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.skills import CallResult, SkillEngine, http_status
@@ -28,11 +37,8 @@ from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.api")
 
-#: The largest frame or request body taken, as on the direct link.
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-#: Frames up to this size are read and answered ``message-too-large``; larger ones close the
-#: WebSocket (1009) without being read.
-_READ_LIMIT_BYTES = 4 * MAX_MESSAGE_BYTES
+#: The largest request body taken: the direct link's frame limit.
+MAX_MESSAGE_BYTES = MAX_FRAME_BYTES
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 OPEN_PATHS = frozenset({"/health", "/ready"})
 
@@ -136,12 +142,12 @@ async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
     except web.HTTPRequestEntityTooLarge:
         return refusal(413, "message-too-large", f"the body is over {MAX_MESSAGE_BYTES} bytes")
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        return read_json_object(raw.decode("utf-8"), "body")
+    except UnicodeDecodeError:
         return refusal(400, "not-json", "the body is not JSON")
-    if not isinstance(body, dict):
-        return refusal(400, "bad-request", "the body must be a JSON object")
-    return body
+    except FrameError as refused:
+        return refusal(413 if refused.code == "message-too-large" else 400, refused.code,
+                       refused.message)  # fmt: skip
 
 
 async def _take_link(request: web.Request) -> web.Response:
@@ -215,7 +221,7 @@ def _server_timing(result: CallResult) -> dict[str, str]:
 
 
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
-    ws = web.WebSocketResponse(max_msg_size=_READ_LIMIT_BYTES, heartbeat=None)
+    ws = web.WebSocketResponse(max_msg_size=READ_LIMIT_BYTES, heartbeat=None)
     await ws.prepare(request)
     sending = asyncio.Lock()
     calls: set[asyncio.Task[None]] = set()
@@ -223,23 +229,25 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
     async def send(frame: dict[str, Any]) -> None:
         async with sending:
             if not ws.closed:
-                await ws.send_str(json.dumps(frame))
+                await ws.send_str(encode(frame))
 
     async def answer(frame: dict[str, Any]) -> None:
         async def chunk(choice: int, text: str) -> None:
             await send(chunk_frame(frame["id"], choice, text))
 
         result = await _call(request.app, frame.get("skill"), frame, chunk)
-        await send({"type": "result", "id": frame["id"], **result.to_json()})
+        await send(result_frame(frame["id"], result.to_json()))
 
     try:
         async for message in ws:
             if message.type != WSMsgType.TEXT:
                 continue  # binary and control frames carry nothing here
-            frame, problem = _read_frame(message.data)
-            if problem:
-                await send({"type": "error", "code": problem[0], "message": problem[1]})
-            elif frame and frame.get("type") == "call":
+            try:
+                frame = read_frame(message.data)
+            except FrameError as refused:  # every refusal is answered; the socket stays
+                await send(error_frame(refused.code, refused.message))
+                continue
+            if frame.get("type") == "call":
                 task = asyncio.create_task(answer(frame))
                 calls.add(task)
                 task.add_done_callback(calls.discard)
@@ -248,24 +256,3 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
         for task in calls:
             task.cancel()
     return ws
-
-
-def _read_frame(text: str) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
-    """The frame as an object, or ``(code, message)`` of why it cannot be taken."""
-    if len(text) > MAX_MESSAGE_BYTES and len(text.encode()) > MAX_MESSAGE_BYTES:
-        return None, ("message-too-large", f"a frame over {MAX_MESSAGE_BYTES} bytes")
-    try:
-        frame = json.loads(text)
-    except ValueError:
-        return None, ("not-json", "the frame is not JSON")
-    if not isinstance(frame, dict):
-        return None, ("bad-request", "a frame must be a JSON object")
-    if frame.get("type") == "call" and not _is_call_id(frame.get("id")):
-        return None, ("bad-request", "a call frame needs an id (a number or a string)")
-    return frame, None
-
-
-def _is_call_id(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, str) and 0 < len(value) <= 128)

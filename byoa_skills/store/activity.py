@@ -1,12 +1,9 @@
-"""The activity log: one JSON line per grant, release, call and link, never audio or text.
+"""The activity log: one entry per grant, release, call and link, never audio or text.
 
-The log is ``activity.jsonl`` in ``activity/`` under the user's data folder, mode 0600. When
-a line would take it past ``max_bytes`` it is renamed ``activity.jsonl.1`` (the older ones
-move up to ``.2`` … ``.keep``, the oldest is dropped) and a new one is begun.
-
-Each entry is written with one ``os.write`` on a descriptor opened with ``O_APPEND``, so the
-lines of several processes writing at once never mix, and a line is in the operating system
-(safe from a crash of the process) when ``record`` returns. Only the rotation takes a lock.
+The entries are the ``activity`` table of the wallet's database, indexed by time, site, skill,
+decision and outcome, so that the wallet page can show one site's newest entries at once.
+:meth:`ActivityLog.record` queues the entry for the database's writer: a call never waits on
+the disk. Entries older than ``max_age_days`` and beyond the newest ``max_rows`` are removed.
 
 Fields the callers write (all optional except ``time``, which ``record`` adds):
 
@@ -22,131 +19,184 @@ Fields the callers write (all optional except ``time``, which ``record`` adds):
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
+import sqlite3
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.store import paths
-from byoa_skills.store.files import FILE_MODE, locked, private_folder
+from byoa_skills.store.clock import now_ms, rfc3339
+from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.files import write_private
 from byoa_skills.store.sites import normalize_origin
 
-LOG_FOLDER = "activity"
-LOG_FILE = "activity.jsonl"
-DEFAULT_MAX_BYTES = 1_048_576
-DEFAULT_KEEP = 5
+#: Entries older than this many days are removed (0: kept however old).
+DEFAULT_MAX_AGE_DAYS = 365
+#: At most this many entries are kept, the newest (0: no bound).
+DEFAULT_MAX_ROWS = 1_000_000
+#: Old entries are removed after this many new ones.
+PRUNE_EVERY = 1000
+#: The most entries one query returns.
+MAX_QUERY_LIMIT = 10_000
 
 #: The kinds of entry the engine writes.
 KINDS = ("grant", "release", "call", "link")
 #: Keys that could carry audio or text: an entry holding one (at any depth) is refused.
 FORBIDDEN_KEYS = frozenset({"input", "audio", "base64", "text", "messages", "output"})
-#: How every line ``record`` writes begins.
-ENTRY_START = b'{"time":'
+
+_DAY_MS = 86_400_000
 
 
 class ActivityLog:
-    """The activity log in ``folder`` (default ``activity/`` under the user's data folder).
-
-    ``max_bytes`` is the size a file rotates at; ``keep`` (at least 1) the number of old
-    files kept. Several processes may write the same log at once.
-    """
+    """The activity log in the wallet's database (default: the one in the user's data
+    folder). Several processes may write and read it at once."""
 
     def __init__(
         self,
-        folder: Path | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        keep: int = DEFAULT_KEEP,
+        database: WalletDatabase | None = None,
+        *,
+        max_age_days: float = DEFAULT_MAX_AGE_DAYS,
+        max_rows: int = DEFAULT_MAX_ROWS,
     ) -> None:
-        if max_bytes < 1:
-            raise ValueError(f"max_bytes must be at least 1, not {max_bytes}")
-        if keep < 1:
-            raise ValueError(f"keep must be at least 1, not {keep}")
-        self.folder = folder if folder is not None else paths.data_dir() / LOG_FOLDER
-        self.path = self.folder / LOG_FILE
-        self.max_bytes = max_bytes
-        self.keep = keep
-        self._lock_path = self.folder / (LOG_FILE + ".lock")
+        if max_age_days < 0:
+            raise ValueError(f"max_age_days must be 0 or more, not {max_age_days}")
+        if max_rows < 0:
+            raise ValueError(f"max_rows must be 0 or more, not {max_rows}")
+        self.database = database if database is not None else WalletDatabase.default()
+        self.max_age_days = max_age_days
+        self.max_rows = max_rows
+        self._since_prune = 0
 
-    def files(self) -> list[Path]:
-        """The log's files that exist, oldest first (``.keep`` … ``.1``, then the current)."""
-        names = [self._rotated(number) for number in range(self.keep, 0, -1)] + [self.path]
-        return [path for path in names if path.exists()]
+    def record(self, entry: Mapping[str, Any]) -> Future[int]:
+        """Queue ``entry`` for the log, with ``time`` added when it has none; the future has
+        the entry's id once committed.
 
-    def record(self, entry: Mapping[str, Any]) -> None:
-        """Append ``entry`` as one line, with ``time`` added when it has none.
-
-        Raises ``ValueError`` when the entry holds a key that could carry audio or text (see
-        ``FORBIDDEN_KEYS``) or cannot be written as JSON; then nothing is written.
+        Raises ``ValueError`` at once when the entry holds a key that could carry audio or
+        text (see ``FORBIDDEN_KEYS``) or cannot be written as JSON; then nothing is written.
         """
         if not isinstance(entry, Mapping):
             raise ValueError(f"an activity entry is a mapping, not {type(entry).__name__}")
         _refuse_content(entry)
-        line = {"time": entry.get("time") or _now()}
+        at = now_ms()
+        line = {"time": entry.get("time") or rfc3339(at)}
         line.update((key, value) for key, value in entry.items() if key != "time")
         try:
-            encoded = (json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n").encode()
+            row = entry_row(line, at)
         except (TypeError, ValueError) as error:
             raise ValueError(f"the activity entry is not JSON: {error}") from None
-        private_folder(self.folder)
-        descriptor = self._open()
-        try:
-            if self._too_full(os.fstat(descriptor).st_size, len(encoded)):
-                os.close(descriptor)
-                descriptor = -1
-                self._rotate_if_full(len(encoded))
-                descriptor = self._open()
-            _write_all(descriptor, encoded)
-        finally:
-            if descriptor >= 0:
-                os.close(descriptor)
+        self._since_prune += 1
+        if self._since_prune >= PRUNE_EVERY:
+            self._since_prune = 0
+            self.prune()
+        return self.database.submit(lambda db: insert_entry(db, row))
 
     def read(self, origin: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """The entries (of ``origin`` only, when given), oldest first: the newest ``limit`` of
-        them when a limit is given.
-
-        Lines that are not whole JSON objects (a line torn by a crash) are skipped. Raises
-        ``ValueError`` for an ``origin`` that is not an origin or a negative ``limit``.
-        """
-        wanted = normalize_origin(origin) if origin is not None else None
+        them when a limit is given. Raises ``ValueError`` for an ``origin`` that is not an
+        origin or a negative ``limit``."""
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be 0 or more, not {limit}")
-        if limit == 0 or not self.folder.exists():
+        if limit == 0:
             return []
-        found: list[dict[str, Any]] = []
-        with locked(self._lock_path):  # no rotation while the files are read
-            for path in reversed(self.files()):
-                for entry in _entries_newest_first(path):
-                    if wanted is None or entry.get("origin") == wanted:
-                        found.append(entry)
-                        if limit is not None and len(found) == limit:
-                            return found[::-1]
-        return found[::-1]
+        return self.query(origin=origin, limit=limit)[::-1]
 
-    def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    def query(
+        self,
+        *,
+        origin: str | None = None,
+        skill: str | None = None,
+        decision: str | None = None,
+        code: str | None = None,
+        before: int | None = None,
+        limit: int | None = 100,
+    ) -> list[dict[str, Any]]:
+        """The entries that match every filter given, newest first, at most ``limit`` (None:
+        all); ``code`` is the outcome (``ok`` or a refusal code); ``before`` an entry id to
+        page back from. Each entry carries its ``id``."""
+        if limit is not None and not limit >= 0:
+            raise ValueError(f"limit must be 0 or more, not {limit}")
+        where, values = [], []
+        for column, value in (
+            ("origin", normalize_origin(origin) if origin is not None else None),
+            ("skill", skill), ("decision", decision), ("outcome", code),
+        ):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} = ?")
+                values.append(value)
+        if before is not None:
+            where.append("id < ?")
+            values.append(before)
+        sql = "SELECT id, entry FROM activity"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            values.append(limit)
+        rows = self.database.read(lambda db: db.execute(sql, values).fetchall())
+        return [{**json.loads(entry), "id": entry_id} for entry_id, entry in rows]
 
-    def _too_full(self, size: int, adding: int) -> bool:
-        return size > 0 and size + adding > self.max_bytes
+    def export(self, path: Path) -> int:
+        """Write every entry, oldest first, as JSON lines to ``path`` (mode 0600, whole or not
+        at all); how many."""
+        lines = [json.dumps(entry, separators=(",", ":")) + "\n" for entry in self.entries()]
+        write_private(path, "".join(lines).encode())
+        return len(lines)
 
-    def _rotate_if_full(self, adding: int) -> None:
-        with locked(self._lock_path):
-            # Another process may have rotated since this one looked: look again.
-            try:
-                size = os.stat(self.path).st_size
-            except FileNotFoundError:
-                return
-            if not self._too_full(size, adding):
-                return
-            for number in range(self.keep - 1, 0, -1):
-                with contextlib.suppress(FileNotFoundError):
-                    os.replace(self._rotated(number), self._rotated(number + 1))
-            os.replace(self.path, self._rotated(1))
+    def entries(self) -> Iterator[dict[str, Any]]:
+        """Every entry, oldest first, without its id."""
+        rows = self.database.read(
+            lambda db: db.execute("SELECT entry FROM activity ORDER BY id").fetchall()
+        )
+        for (entry,) in rows:
+            yield json.loads(entry)
 
-    def _rotated(self, number: int) -> Path:
-        return self.folder / f"{LOG_FILE}.{number}"
+    def prune(self) -> Future[int]:
+        """Queue the removal of entries past the age and size bounds; the future has how many
+        were removed."""
+        max_age_ms = int(self.max_age_days * _DAY_MS)
+        max_rows = self.max_rows
+
+        def change(db: sqlite3.Connection) -> int:
+            removed = 0
+            if max_age_ms:
+                removed += db.execute(
+                    "DELETE FROM activity WHERE time_ms < ?", (now_ms() - max_age_ms,)
+                ).rowcount
+            if max_rows:
+                removed += db.execute(
+                    "DELETE FROM activity WHERE id <= (SELECT max(id) FROM activity) - ?",
+                    (max_rows,),
+                ).rowcount
+            return removed
+
+        return self.database.submit(change)
+
+
+_INDEXED = ("kind", "origin", "skill", "decision", "outcome")
+
+
+def insert_entry(db: sqlite3.Connection, row: tuple[Any, ...]) -> int:
+    """Insert one entry row ``(time_ms, kind, origin, skill, decision, outcome, json)``;
+    its id."""
+    cursor = db.execute(
+        "INSERT INTO activity (time_ms, kind, origin, skill, decision, outcome, entry) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        row,
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def entry_row(entry: Mapping[str, Any], time_ms: int) -> tuple[Any, ...]:
+    """The row :func:`insert_entry` takes for an entry that already has its ``time``."""
+    encoded = json.dumps(dict(entry), separators=(",", ":"), allow_nan=False)
+    return (time_ms, *(_column(entry, key) for key in _INDEXED), encoded)
+
+
+def _column(entry: Mapping[str, Any], key: str) -> str | None:
+    value = entry.get(key)
+    return value if isinstance(value, str) else None
 
 
 def _refuse_content(value: Any, where: str = "") -> None:
@@ -160,44 +210,3 @@ def _refuse_content(value: Any, where: str = "") -> None:
     elif isinstance(value, (list, tuple)):
         for inner in value:
             _refuse_content(inner, where)
-
-
-def _entries_newest_first(path: Path) -> Iterator[dict[str, Any]]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    # Whatever follows the last newline is a line not yet (or never) written whole.
-    for raw in reversed(data[: data.rfind(b"\n") + 1].splitlines()):
-        entry = _parse_line(raw)
-        if entry is not None:
-            yield entry
-
-
-def _parse_line(raw: bytes) -> dict[str, Any] | None:
-    try:
-        entry = json.loads(raw)
-    except ValueError:
-        # A line torn by a crash is followed by the next whole entry on the same line; every
-        # entry begins with its time, so the last such beginning is that entry.
-        start = raw.rfind(ENTRY_START)
-        if start <= 0:
-            return None
-        try:
-            entry = json.loads(raw[start:])
-        except ValueError:
-            return None
-    return entry if isinstance(entry, dict) else None
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    # A regular file takes the whole line in one write; a short write (a full disk) is
-    # finished rather than left torn.
-    view = memoryview(data)
-    while view:
-        written = os.write(descriptor, view)
-        view = view[written:]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

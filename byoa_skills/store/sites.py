@@ -1,28 +1,29 @@
-"""The visitor's site list: which origins are paused or blocked, and when each was seen.
+"""The visitor's site list: which origins are paused or blocked, whether the wallet decides
+for each on its own, and when each was seen.
 
-An origin the list does not hold is ``active``. The list is one JSON file (``sites.json`` in
-the user's data folder), mode 0600, replaced atomically on every change. Two processes (a
-``serve`` and a CLI) may change it at once: each change takes an advisory lock and re-reads
-the file before writing, so no change is lost. Reads are cached by the file's identity,
-size and modification time, so reading on every call costs one ``stat``.
+An origin the list does not hold is ``active``. The list is the ``sites`` table of the
+wallet's database (:mod:`byoa_skills.store.database`); ``serve`` and the CLI may change it at
+once, and the engine sees a change at its next call. ``parse_site_list`` reads the JSON file
+older versions kept (``sites.json``), for the import.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
-import os
 import re
+import sqlite3
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.store import paths
-from byoa_skills.store.files import locked, write_private
+from byoa_skills.store.database import StoreError, WalletDatabase
 
+#: The file older versions kept the list in, and its format's version.
 SITES_FILE = "sites.json"
 FORMAT_VERSION = 1
 
@@ -37,8 +38,9 @@ _ORIGIN = re.compile(
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 
-class SiteListError(Exception):
-    """The site list's file exists but cannot be read as a site list."""
+class SiteListError(StoreError):
+    """The site list cannot be read: the database fails, or the `sites.json` to import is
+    damaged. Calls are refused (`site-unreadable`) until it can be."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class SiteEntry:
     first_seen: str | None = None
     last_seen: str | None = None
     note: str | None = None
+    #: Whether the visitor lets the wallet decide for this site on its own.
+    decide_on_my_own: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the file and ``sites list --json`` write it (camelCase keys)."""
@@ -61,6 +65,7 @@ class SiteEntry:
             "firstSeen": self.first_seen,
             "lastSeen": self.last_seen,
             "note": self.note,
+            "decideOnMyOwn": self.decide_on_my_own,
         }
 
 
@@ -129,32 +134,43 @@ def _check_host(host: str, origin: str) -> str:
 
 
 class SiteStore:
-    """The site list in one JSON file (default ``sites.json`` in the user's data folder).
+    """The site list, in the wallet's database (default: the one in the user's data folder).
 
     Every method that takes an origin normalises it first (see ``normalize_origin``) and
-    raises ``ValueError`` for one that is not an origin. Methods that change the list return
-    whether anything changed, and have written the file when they return.
+    raises ``ValueError`` for one that is not an origin. The methods that change the list
+    return whether anything changed, committed; :meth:`seen` only queues its change. A
+    database that cannot be read raises :class:`SiteListError` (callers fail closed).
     """
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path if path is not None else paths.data_dir() / SITES_FILE
-        self._lock_path = self.path.with_name(self.path.name + ".lock")
-        self._cache: tuple[tuple[int, int, int], dict[str, dict[str, Any]]] | None = None
+    def __init__(self, database: WalletDatabase | None = None) -> None:
+        self.database = database if database is not None else WalletDatabase.default()
+        self._local = threading.local()
 
     def state(self, origin: str) -> str:
-        """The origin's state: ``active``, ``paused`` or ``blocked`` (``active`` when unknown)."""
-        record = self._sites().get(normalize_origin(origin))
-        return record["state"] if record else ACTIVE
+        """The origin's state: ``active``, ``paused`` or ``blocked`` (``active`` when unknown).
+
+        Answered from a cache that is dropped whenever the database changed, so asking on
+        every call costs one ``PRAGMA data_version`` while nothing changes."""
+        key = normalize_origin(origin)
+        cache = self._cache()
+        state = cache.get(key)
+        if state is None:
+            row = self._read(
+                lambda db: db.execute("SELECT state FROM sites WHERE origin = ?", (key,)).fetchone()
+            )
+            state = cache[key] = row[0] if row else ACTIVE
+        return state
 
     def list(self) -> list[SiteEntry]:
         """Every origin the list holds, sorted by origin."""
-        return [_entry(origin, record) for origin, record in sorted(self._sites().items())]
+        rows = self._read(lambda db: db.execute(f"{_SELECT} ORDER BY origin").fetchall())
+        return [_entry(row) for row in rows]
 
     def get(self, origin: str) -> SiteEntry | None:
         """The origin's entry, or ``None`` when the list does not hold it."""
         key = normalize_origin(origin)
-        record = self._sites().get(key)
-        return _entry(key, record) if record else None
+        row = self._read(lambda db: db.execute(f"{_SELECT} WHERE origin = ?", (key,)).fetchone())
+        return _entry(row) if row else None
 
     def pause(self, origin: str, note: str | None = None) -> bool:
         """Pause the origin: its grants stay, but it gets no answer until resumed."""
@@ -169,78 +185,102 @@ class SiteStore:
         return self._set_state(origin, BLOCKED, note)
 
     def forget(self, origin: str) -> bool:
-        """Remove the origin from the list (it is ``active`` again); False when it was not there."""
+        """Remove the origin from the list (it is ``active`` again), with its kept grants and
+        its pairing; False when it was not there."""
         key = normalize_origin(origin)
-        return self._change(lambda sites: sites.pop(key, None) is not None)
+        return self._write(
+            lambda db: db.execute("DELETE FROM sites WHERE origin = ?", (key,)).rowcount > 0
+        )
 
-    def seen(self, origin: str) -> str:
+    def seen(self, origin: str) -> Future[None]:
         """Record that the origin asked for a grant now (first and last seen), keeping its
-        state, and return that state."""
+        state. Queued: the event loop does not wait for the disk."""
         key = normalize_origin(origin)
         now = _now()
-        state = ACTIVE
+        return self.database.submit(lambda db: ensure_site(db, key, now, seen=True))
 
-        def update(sites: dict[str, dict[str, Any]]) -> bool:
-            nonlocal state
-            record = sites.setdefault(key, {"state": ACTIVE, "since": now})
-            record.setdefault("firstSeen", now)
-            record["lastSeen"] = now
-            state = record["state"]
-            return True
+    def set_decide_on_my_own(self, origin: str, on: bool) -> bool:
+        """Turn "decide on my own" on or off for the origin; whether it changed."""
+        key = normalize_origin(origin)
+        now = _now()
 
-        self._change(update)
-        return state
+        def change(db: sqlite3.Connection) -> bool:
+            ensure_site(db, key, now)
+            return (
+                db.execute(
+                    "UPDATE sites SET decide_on_my_own = ? "
+                    "WHERE origin = ? AND decide_on_my_own != ?",
+                    (int(on), key, int(on)),
+                ).rowcount
+                > 0
+            )
+
+        return self._write(change)
 
     def _set_state(self, origin: str, state: str, note: str | None) -> bool:
         key = normalize_origin(origin)
+        now = _now()
 
-        def update(sites: dict[str, dict[str, Any]]) -> bool:
-            record = sites.get(key)
-            current = record["state"] if record else ACTIVE
-            if current == state and (note is None or (record and record.get("note") == note)):
+        def change(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT state, note FROM sites WHERE origin = ?", (key,)).fetchone()
+            current, old_note = (row[0], row[1]) if row else (ACTIVE, None)
+            if current == state and (note is None or (row is not None and old_note == note)):
                 return False
-            if record is None:
-                record = sites[key] = {}
+            ensure_site(db, key, now)
             if current != state:
-                record["state"], record["since"] = state, _now()
+                db.execute(
+                    "UPDATE sites SET state = ?, since = ? WHERE origin = ?", (state, now, key)
+                )
             if note is not None:
-                record["note"] = note
+                db.execute("UPDATE sites SET note = ? WHERE origin = ?", (note, key))
             return True
 
-        return self._change(update)
+        return self._write(change)
 
-    def _change(self, update: Callable[[dict[str, dict[str, Any]]], bool]) -> bool:
-        """Under the lock: read the file afresh, apply ``update``, write it when it changed."""
-        with locked(self._lock_path):
-            sites = self._load(use_cache=False)
-            if not update(sites):
-                return False
-            document = {"version": FORMAT_VERSION, "sites": dict(sorted(sites.items()))}
-            write_private(self.path, (json.dumps(document, indent=2) + "\n").encode())
-            with contextlib.suppress(OSError):
-                self._cache = (_identity(os.stat(self.path)), sites)
-            return True
-
-    def _sites(self) -> dict[str, dict[str, Any]]:
-        return self._load(use_cache=True)
-
-    def _load(self, use_cache: bool) -> dict[str, dict[str, Any]]:
+    def _cache(self) -> dict[str, str]:
+        cache: dict[str, str] | None = getattr(self._local, "states", None)
         try:
-            with open(self.path, "rb") as file:
-                identity = _identity(os.fstat(file.fileno()))
-                if use_cache and self._cache is not None and self._cache[0] == identity:
-                    return self._cache[1]
-                data = file.read()
-        except FileNotFoundError:
-            self._cache = None
-            return {}
-        sites = _parse(data, self.path)
-        self._cache = (identity, sites)
-        # Callers of the cache only read; a change works on its own fresh copy.
-        return sites if use_cache else {key: dict(value) for key, value in sites.items()}
+            changed = self.database.changed()
+        except StoreError as error:
+            raise SiteListError(str(error)) from None
+        if cache is None or changed:
+            cache = self._local.states = {}
+        return cache
+
+    def _read(self, query: Callable[[sqlite3.Connection], Any]) -> Any:
+        try:
+            return self.database.read(query)
+        except StoreError as error:
+            raise SiteListError(str(error)) from None
+
+    def _write(self, change: Callable[[sqlite3.Connection], bool]) -> bool:
+        try:
+            return bool(self.database.write(change))
+        except (StoreError, sqlite3.Error) as error:
+            raise SiteListError(str(error)) from None
 
 
-def _parse(data: bytes, path: Path) -> dict[str, dict[str, Any]]:
+_SELECT = "SELECT origin, state, since, first_seen, last_seen, note, decide_on_my_own FROM sites"
+
+
+def ensure_site(db: sqlite3.Connection, origin: str, now: str, *, seen: bool = False) -> None:
+    """Make the origin's row (active, since now) when missing; with ``seen``, record that it
+    was seen now. ``origin`` must be normalised."""
+    db.execute(
+        "INSERT INTO sites (origin, state, since) VALUES (?, 'active', ?) "
+        "ON CONFLICT (origin) DO NOTHING",
+        (origin, now),
+    )
+    if seen:
+        db.execute(
+            "UPDATE sites SET first_seen = coalesce(first_seen, ?), last_seen = ? WHERE origin = ?",
+            (now, now, origin),
+        )
+
+
+def parse_site_list(data: bytes, path: Path) -> dict[str, dict[str, Any]]:
+    """The sites of a `sites.json` older versions wrote, by origin; :class:`SiteListError`
+    when it is not a valid site list."""
     try:
         document = json.loads(data)
     except ValueError as error:
@@ -262,19 +302,9 @@ def _parse(data: bytes, path: Path) -> dict[str, dict[str, Any]]:
     return sites
 
 
-def _entry(origin: str, record: dict[str, Any]) -> SiteEntry:
-    return SiteEntry(
-        origin=origin,
-        state=record["state"],
-        since=record["since"],
-        first_seen=record.get("firstSeen"),
-        last_seen=record.get("lastSeen"),
-        note=record.get("note"),
-    )
-
-
-def _identity(stat: os.stat_result) -> tuple[int, int, int]:
-    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+def _entry(row: tuple[Any, ...]) -> SiteEntry:
+    origin, state, since, first_seen, last_seen, note, decide = row
+    return SiteEntry(origin, state, since, first_seen, last_seen, note, bool(decide))
 
 
 def _now() -> str:

@@ -110,6 +110,7 @@ def _decide(grant: Grant, call: Measured, now_ms: int) -> Admission:
 
 def _record(grant: Grant, call: Measured, now_ms: int, decided: Admission) -> Admission:
     grant.call_times.append(now_ms)
+    grant.calls += 1
     grant.reserved += call.estimate
     grant.in_flight += 1
     grant.peak_in_flight = max(grant.peak_in_flight, grant.in_flight)

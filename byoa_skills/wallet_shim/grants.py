@@ -4,16 +4,20 @@ the spend, call times and calls in flight recorded against it while it lives."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import secrets
+import sqlite3
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
 from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
 from byoa_skills.store.clock import rfc3339
+from byoa_skills.store.database import WalletDatabase
 from byoa_skills.wallet_shim.limits import (
     SHIM_LIMITS,
     ShimLimits,
@@ -60,6 +64,14 @@ class Grant:
     in_flight: int = 0
     #: The most calls that ever ran at once under this grant.
     peak_in_flight: int = 0
+    #: Calls admitted under this grant in its whole life.
+    calls: int = 0
+    #: The grant as the visitor gave it (what the grant is built again from after a restart).
+    given: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: When the grant was taken, in milliseconds since the epoch.
+    created_ms: int = 0
+    #: When it expires (its ``expiresAt``), in milliseconds since the epoch.
+    expires_ms: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
@@ -78,6 +90,7 @@ class Grant:
         return {
             "spent": f"{format(self.spent, 'f')} {self.currency}",
             "reserved": f"{format(self.reserved, 'f')} {self.currency}",
+            "calls": self.calls,
             "recentCalls": len(self.call_times),
             "inFlight": self.in_flight,
             "peakInFlight": self.peak_in_flight,
@@ -102,7 +115,9 @@ class Grant:
         return summary
 
 
-def build_grant(origin: str, manifest: Any, grant: Any, now_ms: int) -> Grant:
+def build_grant(
+    origin: str, manifest: Any, grant: Any, now_ms: int, grant_id: str | None = None
+) -> Grant:
     """Check a manifest and a grant the visitor gave; a :class:`Grant` or a refusal.
 
     The manifest is validated by the reference package; the grant is read by the reference
@@ -134,7 +149,7 @@ def build_grant(origin: str, manifest: Any, grant: Any, now_ms: int) -> Grant:
                   "message": f"skill {skill!r} is not in the manifest"}],
             )  # fmt: skip
     return Grant(
-        id=secrets.token_urlsafe(16),
+        id=grant_id or secrets.token_urlsafe(16),
         origin=origin,
         manifest=manifest,
         reference=reference,
@@ -142,6 +157,9 @@ def build_grant(origin: str, manifest: Any, grant: Any, now_ms: int) -> Grant:
         models=dict(models or {}),
         currency=reference["budget"]["perSession"].split()[-1],
         rate_limit=stricter(manifest_limits, reference.get("limits"), "maxCallsPerMinute"),
+        given=grant,
+        created_ms=now_ms,
+        expires_ms=_expiry_ms(reference["expiresAt"], now_ms),
     )
 
 
@@ -200,14 +218,26 @@ def _reference_grant_problems(
 
 
 class GrantStore:
-    """The live grants, by id, for as long as the engine runs."""
+    """The live grants, by id, kept in the wallet's database so that they outlive a restart:
+    a site that still holds a live ``grantId`` goes on calling within its limits and its
+    remaining budget. Every change is queued for the database's writer; the event loop never
+    waits on the disk. Without a database the grants live only in memory."""
 
-    def __init__(self) -> None:
+    def __init__(self, database: WalletDatabase | None = None) -> None:
+        self.database = database
         self._grants: dict[str, Grant] = {}
 
     def add(self, grant: Grant) -> None:
         """Keep a grant that was just built."""
         self._grants[grant.id] = grant
+        if self.database is None:
+            return
+        row = (
+            grant.id, grant.origin, json.dumps(grant.manifest), json.dumps(grant.given),
+            json.dumps(grant.summary()["limits"]), grant.currency, grant.created_ms,
+            grant.expires_ms,
+        )  # fmt: skip
+        self.database.submit(lambda db: _insert(db, row))
 
     def get(self, grant_id: Any) -> Grant | None:
         """The live grant with this id, or None."""
@@ -215,8 +245,103 @@ class GrantStore:
 
     def release(self, grant_id: str) -> Grant | None:
         """Forget a grant (calls already running finish); the grant, or None if unknown."""
-        return self._grants.pop(grant_id, None)
+        grant = self._grants.pop(grant_id, None) if isinstance(grant_id, str) else None
+        if grant is not None and self.database is not None:
+            self.database.submit(lambda db: db.execute("DELETE FROM grants WHERE id = ?",
+                                                       (grant_id,)))  # fmt: skip
+        return grant
 
     def of_origin(self, origin: str) -> list[Grant]:
         """The live grants of one site."""
         return [grant for grant in self._grants.values() if grant.origin == origin]
+
+    def all(self) -> list[Grant]:
+        """Every live grant."""
+        return list(self._grants.values())
+
+    def save_record(self, grant: Grant) -> None:
+        """Queue the grant's running record (calls, spend, reservations, call times)."""
+        if self.database is None or grant.id not in self._grants:
+            return
+        row = (
+            grant.calls, grant.in_flight, format(grant.reserved, "f"), format(grant.spent, "f"),
+            json.dumps(list(grant.call_times)), grant.peak_in_flight, grant.id,
+        )  # fmt: skip
+        self.database.submit(
+            lambda db: db.execute(
+                "UPDATE grants SET calls = ?, in_flight = ?, reserved = ?, spent = ?, "
+                "call_times = ?, peak_in_flight = ? WHERE id = ?",
+                row,
+            )
+        )
+
+    def load(self, now_ms: int) -> int:
+        """Take back the grants the database keeps (at start, before any call); how many.
+
+        Expired grants, and any that no longer pass the checks, are removed. Calls that were
+        running when the engine stopped are over: what they had reserved counts as spent
+        (they may have cost it), so the budget still binds."""
+        if self.database is None:
+            return 0
+        rows = self.database.read(lambda db: db.execute(
+            "SELECT id, origin, manifest, given, created_ms, expires_ms, calls, reserved, "
+            "spent, call_times, peak_in_flight FROM grants"
+        ).fetchall())  # fmt: skip
+        gone: list[str] = []
+        for row in rows:
+            grant_id, origin, manifest, given, created, expires = row[:6]
+            if expires <= now_ms:
+                gone.append(grant_id)
+                continue
+            try:
+                grant = build_grant(origin, json.loads(manifest), json.loads(given), now_ms,
+                                    grant_id)  # fmt: skip
+            except (GrantRefusal, ValueError):
+                gone.append(grant_id)
+                continue
+            calls, reserved, spent, call_times, peak = row[6:]
+            grant.created_ms = created
+            grant.calls = calls
+            grant.spent = Decimal(spent) + Decimal(reserved)
+            grant.call_times.extend(t for t in json.loads(call_times) if isinstance(t, int))
+            grant.peak_in_flight = peak
+            self._grants[grant.id] = grant
+            self.save_record(grant)
+        if gone:
+            self.database.submit(lambda db: db.executemany(
+                "DELETE FROM grants WHERE id = ?", [(grant_id,) for grant_id in gone]))  # fmt: skip
+        return len(self._grants)
+
+    def prune(self, now_ms: int) -> list[Grant]:
+        """Forget the grants that have expired; them."""
+        expired = [grant for grant in self._grants.values() if grant.expires_ms <= now_ms]
+        for grant in expired:
+            self.release(grant.id)
+        return expired
+
+
+def _insert(db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    origin = row[1]
+    db.execute(
+        "INSERT INTO sites (origin, state, since) VALUES (?, 'active', ?) "
+        "ON CONFLICT (origin) DO NOTHING",
+        (origin, rfc3339(row[6])),
+    )
+    db.execute(
+        "INSERT OR REPLACE INTO grants (id, origin, manifest, given, limits, currency, "
+        "created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        row,
+    )
+
+
+def _expiry_ms(expires_at: Any, now_ms: int) -> int:
+    """``expiresAt`` (RFC 3339, checked by the reference rules) in milliseconds; a day from
+    now in the unlikely case Python cannot read it."""
+    text = str(expires_at).replace("Z", "+00:00").replace("z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return now_ms + 24 * 3600 * 1000
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)

@@ -20,6 +20,7 @@ from byoa_skills.skills import SKILLS, CallResult, PreparedCall, SkillEngine
 from byoa_skills.skills.engine import with_measurements
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms
+from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import SiteListError, SiteStore, normalize_origin
 from byoa_skills.wallet_shim.gate import Admission, AskHook, Measured, admit, decline, finish
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal, GrantStore, build_grant
@@ -46,7 +47,14 @@ class WalletShim:
     ) -> None:
         """``pricing`` defaults to the engine's own (:meth:`SkillEngine.price`)."""
         self.engine = engine
-        self.grants = GrantStore()
+        self.grants = GrantStore(sites.database)
+        try:
+            kept = self.grants.load(clock())
+        except StoreError as error:  # calls are refused site-unreadable until it can be read
+            log.error("event=grants-unreadable error=%r", str(error))
+        else:
+            if kept:
+                log.info("event=grants-kept count=%d", kept)
         self.sites = sites
         self.activity = activity
         self._ask = ask
@@ -69,6 +77,7 @@ class WalletShim:
                          codes=[e["code"] for e in refusal.errors] or [refusal.code])  # fmt: skip
             raise
         self.sites.seen(origin)
+        self.grants.prune(self._clock())
         self.grants.add(built)
         self.record_activity(kind="grant", origin=origin, grant=built.id, outcome="ok",
                      skills=built.skills)  # fmt: skip
@@ -145,6 +154,7 @@ class WalletShim:
                 decision=admission.decision, reasons=admission.reasons,
             )  # fmt: skip
             return with_measurements(refusal, prepared)
+        self.grants.save_record(grant)
         if admission.decision == "warn":
             log.warning("event=gate-warn grant=%s codes=%s", grant.id,
                         ",".join(r["code"] for r in admission.reasons))  # fmt: skip
@@ -157,6 +167,7 @@ class WalletShim:
             real_cost = _cost_of(result, estimate)
         finally:
             finish(grant, admission, real_cost)
+            self.grants.save_record(grant)
         return with_measurements(_annotated(result, admission), prepared)
 
     def _site_state(self, origin: str) -> str:
@@ -181,7 +192,7 @@ class WalletShim:
         write is logged and never stops a call."""
         try:
             self.activity.record({k: v for k, v in entry.items() if v is not None})
-        except OSError as error:  # the log must never stop a call
+        except (OSError, StoreError) as error:  # the log must never stop a call
             log.error("event=activity-write-failed error=%r", str(error))
 
 

@@ -6,9 +6,7 @@ Each module has ``NAME``, ``TITLE`` and ``run(ctx) -> dict`` (its figures); ``ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 from byoa_skills.bench.scenarios import (
     batch,
@@ -19,6 +17,7 @@ from byoa_skills.bench.scenarios import (
     link,
     memory,
     peer,
+    store,
     text,
     wav,
 )
@@ -26,10 +25,8 @@ from byoa_skills.bench.scenarios import (
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
 SCENARIOS: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (wav, direct, cold, engine, memory, peer, gpu, link, text, batch)
+    for module in (wav, direct, cold, engine, memory, peer, gpu, link, text, batch, store)
 }
-
-RunFn = Callable[[Any], dict[str, Any]]
 
 
 def names() -> list[str]:

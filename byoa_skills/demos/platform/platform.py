@@ -241,10 +241,6 @@ class DemoPlatform:
         for digest in [d for d, r in self._registrations.items() if r.id == registration.id]:
             del self._registrations[digest]
 
-    def registrations_of(self, account: str) -> list[Registration]:
-        """``account``'s live registrations."""
-        return [r for r in self._registrations.values() if r.account == account]
-
     def _register(
         self, account: str, agent_id: str, name: str, scope: tuple[str, ...], jkt: str, mode: str
     ) -> dict[str, Any]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import Any
 
 from aiohttp import web
+
+from byoa_skills.protocol.frames import Frame, bye_frame, call_frame, encode
 
 DEFAULT_PARALLEL_CALLS = 4
 DEFAULT_CALL_TIMEOUT_S = 20.0
@@ -68,10 +69,8 @@ class WalletConnection:
             return None
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = answer
-        frame = {"type": "call", "id": call_id, "skill": skill, "input": skill_input,
-                 "params": params}  # fmt: skip
         try:
-            await self.send(frame)
+            await self.send(call_frame(call_id, skill, skill_input, params))
             self.calls_sent += 1
             result = await asyncio.wait_for(answer, timeout)
         except (asyncio.TimeoutError, ConnectionError, RuntimeError):
@@ -80,10 +79,10 @@ class WalletConnection:
             self._pending.pop(call_id, None)
         return result if result.get("ok") is True else None
 
-    async def send(self, frame: dict[str, Any]) -> None:
+    async def send(self, frame: Frame) -> None:
         """Send one frame, one at a time on this socket."""
         async with self._sending:
-            await self.ws.send_str(json.dumps(frame))
+            await self.ws.send_str(encode(frame))
 
     def resolve(self, frame: dict[str, Any]) -> None:
         """Hand a result frame to the call waiting for its id; others are ignored."""
@@ -109,6 +108,6 @@ class WalletConnection:
     async def say_bye_and_close(self) -> None:
         """Send ``bye`` and close: another socket took over this pairing."""
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.send({"type": "bye"})
+            await self.send(bye_frame())
         self.fail_pending()
         await self.ws.close()

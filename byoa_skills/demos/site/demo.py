@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 import time
 from typing import Any
@@ -23,34 +22,32 @@ from byoa_skills.demos.site.codes import (
 )
 from byoa_skills.demos.site.connection import DEFAULT_CALL_TIMEOUT_S, WalletConnection
 from byoa_skills.demos.site.manifest import GEO_MANIFEST, build_link, encode_manifest
+from byoa_skills.protocol.frames import (
+    LINK_CLOSE,
+    MAX_FRAME_BYTES,
+    Frame,
+    FrameError,
+    encode,
+    error_frame,
+    read_frame,
+    welcome_frame,
+)
 
 log = logging.getLogger("byoa_skills.demos.site")
 
-MAX_FRAME_BYTES = 4 * 1024 * 1024
 HELLO_TIMEOUT_S = 10.0
 CLOSE_POLICY = 1008  # no hello, bad session
-CLOSE_MALFORMED = 1007  # invalid frame payload data
 CLOSE_NORMAL = 1000
 
 
-class MalformedFrame(ValueError):
-    """A text frame that is not JSON."""
-
-
-def parse_frame(text: str) -> dict[str, Any]:
-    """A frame as a JSON object; {} for JSON that is not an object (ignored like unknown types).
-
-    Raises MalformedFrame for text that is not JSON (NaN and Infinity included).
-    """
-
-    def refuse(constant: str) -> None:
-        raise MalformedFrame(constant)
-
+def take_frame(text: str) -> Frame | tuple[int, bytes]:
+    """A wallet's frame; ``{}`` for one to ignore like an unknown type (JSON that is not an
+    object, a call without a usable id); or the close code and reason to answer a frame that
+    is not JSON (1007 ``malformed``, NaN and Infinity included)."""
     try:
-        frame = json.loads(text, parse_constant=refuse)
-    except ValueError as error:
-        raise MalformedFrame(str(error)) from error
-    return frame if isinstance(frame, dict) else {}
+        return read_frame(text)
+    except FrameError as refused:
+        return LINK_CLOSE.get(refused.code, {})
 
 
 class SiteDemo:
@@ -196,10 +193,9 @@ class SiteDemo:
                 return None
             if message.type != WSMsgType.TEXT:
                 continue
-            try:
-                frame = parse_frame(message.data)
-            except MalformedFrame:
-                await ws.close(code=CLOSE_MALFORMED, message=b"malformed")
+            frame = take_frame(message.data)
+            if isinstance(frame, tuple):
+                await ws.close(code=frame[0], message=frame[1])
                 return None
             if frame.get("type") == "hello":
                 return await self._welcome(ws, frame)
@@ -221,16 +217,14 @@ class SiteDemo:
                 task.add_done_callback(self._closing.discard)
         else:
             with contextlib.suppress(ConnectionError, RuntimeError):
-                await ws.send_str('{"type":"error","code":"bad-session"}')
+                await ws.send_str(encode(error_frame("bad-session")))
             await ws.close(code=CLOSE_POLICY, message=b"bad-session")
             log.info("event=bad-session")
             return None
         connection = WalletConnection(ws, pairing, hello)
         self._wallets[pairing] = connection
         self.hellos.append(hello)
-        await connection.send(
-            {"type": "welcome", "pairing": pairing, "manifest": self.welcome_manifest}
-        )
+        await connection.send(welcome_frame(pairing, self.welcome_manifest))
         log.info("event=wallet-welcomed pairing=%s… max_parallel_calls=%d",
                  pairing[:6], connection.max_parallel_calls)  # fmt: skip
         return connection
@@ -246,10 +240,9 @@ class SiteDemo:
                 return None
             if message.type != WSMsgType.TEXT:
                 continue
-            try:
-                frame = parse_frame(message.data)
-            except MalformedFrame:
-                return CLOSE_MALFORMED, b"malformed"
+            frame = take_frame(message.data)
+            if isinstance(frame, tuple):
+                return frame
             kind = frame.get("type")
             if kind == "result":
                 connection.resolve(frame)

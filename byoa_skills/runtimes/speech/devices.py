@@ -10,11 +10,36 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from enum import Enum
+
+
+class Backend(str, Enum):
+    """A speech backend: ``ct2`` (CTranslate2) or ``torch`` (PyTorch). Each member equals its
+    string and prints as it."""
+
+    CT2 = "ct2"
+    TORCH = "torch"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Device(str, Enum):
+    """What ``--device`` may say: ``cpu``, ``cuda``, or ``auto`` (see :func:`resolve_device`).
+    Each member equals its string and prints as it."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    AUTO = "auto"
+
+    def __str__(self) -> str:
+        return self.value
+
 
 #: The backends a device can be chosen for.
-BACKENDS = ("ct2", "torch")
+BACKENDS = tuple(backend.value for backend in Backend)
 #: What ``--device`` may say.
-DEVICE_CHOICES = ("cpu", "cuda", "auto")
+DEVICE_CHOICES = tuple(device.value for device in Device)
 
 log = logging.getLogger("byoa_skills")
 

@@ -1,0 +1,83 @@
+"""What the pool and its workers say to each other on the pipe: one type per message.
+
+Both sides import these types, so neither reads the other's messages by position. A job's
+samples never travel on the pipe: they lie one clip after the other in the shared memory block
+the parent owns, and a :class:`JobItem` says only where a clip starts and how long it is.
+
+parent → worker: :class:`Job`, :class:`Stop`.
+worker → parent: :class:`Ready` or :class:`StartFailed` once, then one :class:`Answers` per
+:class:`Job`, in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from byoa_skills.runtimes.speech.base import Transcript
+
+
+@dataclass(frozen=True)
+class JobItem:
+    """One clip of a job: where its samples start in the shared block, how many there are, and
+    the language spoken (None: detect it)."""
+
+    offset: int
+    frames: int
+    language: str | None
+
+
+@dataclass(frozen=True)
+class Job:
+    """Transcribe these clips, decoded together as one batch; ``id`` names the answer."""
+
+    id: int
+    items: tuple[JobItem, ...]
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Finish and end the process."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The worker has loaded its model and warmed up; its resident memory then, in MiB."""
+
+    pid: int
+    rss_mib: float
+
+
+@dataclass(frozen=True)
+class StartFailed:
+    """The worker could not load its model or warm up, and ends; ``message`` says why."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The model refused or failed on one clip: a stable code (a runtime's own, such as
+    ``unsupported-language``, or ``transcribe-failed``) and a one-line message."""
+
+    code: str
+    message: str
+
+
+#: What a worker answers for one clip: the runtime's transcript, or why there is none.
+Answer = Transcript | Refusal
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The answers to job ``job_id``, one per clip in the job's order, and the worker's
+    resident memory after the job, in MiB."""
+
+    job_id: int
+    answers: tuple[Answer, ...]
+    rss_mib: float
+
+
+#: Every message the parent sends.
+ToWorker = Job | Stop
+#: Every message a worker sends.
+FromWorker = Ready | StartFailed | Answers

@@ -1,0 +1,220 @@
+"""The wallet's database: its schema and migrations, the import of the JSON files older
+versions kept, and grants that outlive the process that took them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from grants import GEO_MANIFEST, grant
+from speech import skill_input
+
+from byoa_skills.skills import PreparedCall, SkillEngine
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import StoreError, WalletDatabase
+from byoa_skills.store.link_pairings import PairingStore, RecentCodes
+from byoa_skills.store.schema import MIGRATIONS
+from byoa_skills.store.sites import SiteListError, SiteStore
+from byoa_skills.wallet_shim.shim import WalletShim
+
+GAME = "https://game.example.org"
+HELLO = skill_input("en-hello.wav")
+
+
+def old_files(folder: Path) -> None:
+    """The files an older version kept: a blocked and a paused site, a pairing, a code and a
+    log of three entries, the last line torn by a crash."""
+    folder.mkdir(parents=True)
+    sites = {
+        GAME: {"state": "blocked", "since": "2026-11-01T10:00:00Z", "note": "too loud"},
+        "http://localhost:8080": {"state": "paused", "since": "2026-11-02T10:00:00Z",
+                                  "firstSeen": "2026-11-01T09:00:00Z"},
+    }  # fmt: skip
+    (folder / "sites.json").write_text(json.dumps({"version": 1, "sites": sites}))
+    pairing = {"link": "bringyourownagent://connect?v=0.1", "pairing": "tok"}
+    (folder / "pairings.json").write_text(json.dumps({"https://quiz.example.org": pairing}))
+    (folder / "recent-codes.json").write_text(json.dumps({"ab" * 32: 4_000_000_000.0}))
+    log = folder / "activity"
+    log.mkdir()
+    older = {"time": "2026-11-01T10:00:00.000Z", "kind": "grant", "origin": GAME, "n": 0}
+    (log / "activity.jsonl.1").write_text(json.dumps(older) + "\n")
+    lines = [
+        {"time": "2026-11-02T10:00:00.000Z", "kind": "call", "origin": GAME, "n": 1},
+        {"time": "2026-11-03T10:00:00.000Z", "kind": "call", "origin": GAME, "n": 2},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines) + '{"time":"2026-11-04T1'
+    (log / "activity.jsonl").write_text(text)
+
+
+def test_a_new_database_has_the_latest_schema_in_wal_mode(tmp_path: Path) -> None:
+    database = WalletDatabase(tmp_path / "wallet.sqlite3")
+    database.open()
+    with sqlite3.connect(database.path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert {"sites", "grants", "recent_codes", "link_pairings", "activity"} <= tables
+    assert database.reader().execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
+def test_a_database_newer_than_the_engine_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        WalletDatabase(path).open()
+    with pytest.raises(SiteListError):
+        SiteStore(WalletDatabase(path)).state(GAME)
+
+
+def test_the_old_json_files_are_imported_once_and_kept_as_backups(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    old_files(folder)
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    sites = SiteStore(database)
+    assert sites.state(GAME) == "blocked"
+    assert sites.state("http://localhost:8080") == "paused"
+    assert sites.get(GAME).note == "too loud"  # type: ignore[union-attr]
+    assert PairingStore(database).all()["https://quiz.example.org"]["pairing"] == "tok"
+    assert RecentCodes(database).seen("never seen") is False
+    entries = ActivityLog(database).read()
+    assert [entry["n"] for entry in entries] == [0, 1, 2]  # the torn line is skipped
+    names = sorted(path.name for path in folder.iterdir())
+    assert names == [
+        "activity.imported", "pairings.json.imported", "recent-codes.json.imported",
+        "sites.json.imported", "wallet.sqlite3", "wallet.sqlite3-shm", "wallet.sqlite3-wal",
+    ]  # fmt: skip
+    (folder / "sites.json").write_text(json.dumps({"version": 1, "sites": {}}))
+    assert SiteStore(WalletDatabase(database.path)).state(GAME) == "blocked"  # not read again
+
+
+def test_a_blocked_site_stays_blocked_across_the_import_and_a_restart(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    old_files(folder)
+    first = WalletDatabase(folder / "wallet.sqlite3")
+    assert SiteStore(first).state(GAME) == "blocked"
+    first.close()
+    again = SiteStore(WalletDatabase(folder / "wallet.sqlite3"))
+    assert again.state(GAME) == "blocked"
+    assert again.resume(GAME) is True
+
+
+def test_a_damaged_site_list_is_kept_and_no_site_is_served(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "sites.json").write_text('{"version": 1, "sites": {"https://a.example": 5}}')
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    with pytest.raises(SiteListError, match="not an origin"):
+        SiteStore(database).state(GAME)
+    assert (folder / "sites.json").exists()  # kept, for the visitor to repair or remove
+    (folder / "sites.json").unlink()
+    assert SiteStore(database).state(GAME) == "active"  # the next look makes the database
+
+
+def test_other_damaged_files_are_kept_reported_and_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "pairings.json").write_text("{not json")
+    (folder / "recent-codes.json").write_text("[1, 2]")
+    (folder / "sites.json").write_text(json.dumps({"version": 1, "sites": {}}))
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    with caplog.at_level(logging.WARNING, logger="byoa_skills.store"):
+        assert PairingStore(database).all() == {}
+    damaged = [r.getMessage() for r in caplog.records if "import-damaged" in r.getMessage()]
+    assert len(damaged) == 2
+    assert (folder / "pairings.json").read_text() == "{not json"
+    assert (folder / "recent-codes.json").read_text() == "[1, 2]"
+    assert (folder / "sites.json.imported").exists()
+
+
+def test_a_change_that_fails_does_not_lose_the_others_of_its_batch(tmp_path: Path) -> None:
+    database = WalletDatabase(tmp_path / "wallet.sqlite3")
+    log = ActivityLog(database)
+    good = [log.record({"kind": "call", "n": number}) for number in range(3)]
+    bad = database.submit(lambda db: db.execute("INSERT INTO nowhere VALUES (1)"))
+    more = log.record({"kind": "call", "n": 3})
+    with pytest.raises(sqlite3.OperationalError):
+        bad.result()
+    assert all(future.result() > 0 for future in [*good, more])
+    assert [entry["n"] for entry in log.read()] == [0, 1, 2, 3]
+
+
+def budget_shim(database: WalletDatabase) -> WalletShim:
+    """A shim whose every call is priced 0.01 USD (no model runs: the call is refused
+    ``skill-unavailable`` once admitted, and costs its reservation)."""
+
+    def pricing(call: PreparedCall) -> tuple[str, Decimal]:
+        return "api-key", Decimal("0.01")
+
+    return WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database),
+                      pricing=pricing)  # fmt: skip
+
+
+def test_a_grant_its_calls_and_its_spend_outlive_the_process(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    limits = {"maxCallsPerMinute": 10}
+    given = grant(budget={"perSession": "0.02 USD"}, skills=["audio.transcribe"], limits=limits)
+
+    async def first() -> tuple[str, list[str | None]]:
+        shim = budget_shim(WalletDatabase(path))
+        grant_id = shim.create_grant(GAME, GEO_MANIFEST, given)["grantId"]
+        codes = [(await shim.call(grant_id, "audio.transcribe", HELLO)).code for _ in range(3)]
+        shim.sites.database.close()
+        return grant_id, codes
+
+    grant_id, codes = asyncio.run(first())
+    assert codes[:2] == ["skill-unavailable", "skill-unavailable"]
+    assert codes[2] is not None and codes[2] != "skill-unavailable"  # the budget binds
+
+    async def second() -> tuple[dict[str, object], str | None]:
+        shim = budget_shim(WalletDatabase(path))
+        kept = shim.grants.get(grant_id)
+        assert kept is not None
+        result = await shim.call(grant_id, "audio.transcribe", HELLO)
+        return kept.record(), result.code
+
+    record, code = asyncio.run(second())
+    assert record["calls"] == 2 and record["spent"] == "0.02 USD"
+    assert record["inFlight"] == 0
+    assert code == codes[2]
+
+
+def test_a_released_or_expired_grant_does_not_come_back(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    shim = budget_shim(WalletDatabase(path))
+    released = shim.create_grant(GAME, GEO_MANIFEST, grant())["grantId"]
+    expiring = shim.create_grant(GAME, GEO_MANIFEST, grant())["grantId"]
+    assert shim.release_grant(released)
+    shim.sites.database.write(
+        lambda db: db.execute("UPDATE grants SET expires_ms = 1 WHERE id = ?", (expiring,))
+    )
+    shim.sites.database.close()
+    again = budget_shim(WalletDatabase(path))
+    assert again.grants.get(released) is None and again.grants.get(expiring) is None
+    again.sites.database.flush()
+    assert again.sites.database.read(
+        lambda db: db.execute("SELECT count(*) FROM grants").fetchone()
+    ) == (0,)
+
+
+def test_forgetting_a_site_removes_its_kept_grants_and_pairing(tmp_path: Path) -> None:
+    database = WalletDatabase(tmp_path / "wallet.sqlite3")
+    shim = budget_shim(database)
+    shim.create_grant(GAME, GEO_MANIFEST, grant())
+    PairingStore(database).keep(GAME, {"link": "x", "pairing": "y"})
+    database.flush()
+    assert shim.sites.forget(GAME) is True
+    counts = database.read(lambda db: [
+        db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("grants", "link_pairings")
+    ])  # fmt: skip
+    assert counts == [0, 0]
