@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.commands.common import whole_number
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import StoreError
 
@@ -37,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--code", metavar="C", help="only this outcome: ok or a refusal code")
     parser.add_argument(
         "--limit",
-        type=_limit,
+        type=whole_number(0),
         default=DEFAULT_LIMIT,
         metavar="N",
         help=f"the newest N entries (default {DEFAULT_LIMIT}; 0 for all)",
@@ -123,13 +124,3 @@ def _text(value: Any) -> str:
 
 def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
-    return value

@@ -79,6 +79,23 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def number_at_least(minimum: float) -> Callable[[str], float]:
+    """An argparse ``type`` for a number (a fraction allowed) of at least ``minimum``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = minimum - 1
+        if not value >= minimum:  # NaN too
+            raise argparse.ArgumentTypeError(
+                f"must be a number of at least {minimum:g}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
 def configure_logging(level: str) -> None:
     """One line per event on stderr: time, level, source, then ``key=value`` pairs."""
     logging.basicConfig(

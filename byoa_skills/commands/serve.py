@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,10 @@ from aiohttp import web
 from byoa_skills.commands.common import (
     add_model_arguments,
     configure_logging,
+    number_at_least,
     pool_setting,
     resolve_model,
+    whole_number,
 )
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.pool import (
@@ -73,11 +75,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def add_retention_arguments(parser: argparse.ArgumentParser) -> None:
     """How long the activity log keeps its entries."""
     parser.add_argument(
-        "--activity-days", type=_not_negative(float), default=DEFAULT_MAX_AGE_DAYS, metavar="DAYS",
+        "--activity-days", type=number_at_least(0), default=DEFAULT_MAX_AGE_DAYS, metavar="DAYS",
         help=f"keep activity entries this many days (default {DEFAULT_MAX_AGE_DAYS}; 0: forever)",
     )  # fmt: skip
     parser.add_argument(
-        "--activity-rows", type=_not_negative(int), default=DEFAULT_MAX_ROWS, metavar="N",
+        "--activity-rows", type=whole_number(0), default=DEFAULT_MAX_ROWS, metavar="N",
         help=f"keep at most the newest N activity entries (default {DEFAULT_MAX_ROWS}; 0: all)",
     )  # fmt: skip
 
@@ -87,19 +89,6 @@ def retention_of(args: argparse.Namespace) -> Retention:
     days = getattr(args, "activity_days", DEFAULT_MAX_AGE_DAYS)
     rows = getattr(args, "activity_rows", DEFAULT_MAX_ROWS)
     return Retention(days, rows)
-
-
-def _not_negative(kind: Callable[[str], float]) -> Callable[[str], Any]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
-        return value
-
-    return parse
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
