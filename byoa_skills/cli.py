@@ -10,7 +10,9 @@ from byoa_skills.commands import (
     activity,
     byoag_pairings,
     connect,
+    extension,
     link,
+    native_host,
     pair,
     platform_demo,
     scheme,
@@ -19,6 +21,7 @@ from byoa_skills.commands import (
     sites,
     sources,
     transcribe,
+    wallet,
     wav_check,
 )
 from byoa_skills.models.cli import add_models_parser
@@ -49,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     byoag_pairings.add_parser(commands)
     platform_demo.add_parser(commands)
     activity.add_parser(commands)
+    wallet.add_parser(commands)
+    extension.add_parser(commands)
+    native_host.add_parser(commands)
     wav_check.add_parser(commands)
     return parser
 

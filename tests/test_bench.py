@@ -216,6 +216,15 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert store["call_recorded_ms"]["p50"] <= store["call_committed_ms"]["p50"]
     assert store["burst_longest_stall_ms"] >= 0 and store["database_mib"] > 1
 
+    longform = scenarios["longform"]
+    assert longform["status"] == "ok", longform
+    assert longform["recording_s"] >= 40 and longform["workers"] == machine["cores"]
+    assert longform["speedup_vs_faster"] == pytest.approx(
+        min(longform["transcribe_s"], longform["batched_s"]) / longform["engine_s"]
+    )
+    assert all(0 <= rate <= 1 for rate in longform["wer"].values())
+    assert longform["site_idle_s"] > 0 and longform["site_calls_during"] >= 1
+
     headline = results["headline"]
     for key in (
         "direct_best_throughput",
@@ -232,6 +241,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert "## Direct link, site to wallet (`link`)" in report
     assert "engine minus direct" in report
     assert "one site's newest 100 entries" in report
+    assert "## A long recording across the pool (`longform`)" in report
     assert plots.available()  # the dev extra installs matplotlib
     for name in ("concurrency.png", "latency-by-clip.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

@@ -21,6 +21,7 @@ def test_install_writes_a_user_desktop_entry_for_the_scheme(tmp_path: Path) -> N
     text = entry.read_text()
     assert "MimeType=x-scheme-handler/bringyourownagent;" in text
     assert " connect %u" in text
+    assert "Terminal=false" in text  # the consent is on the wallet page, not in a terminal
     assert "byoa:" not in text.replace("byoa-skills", "")  # never a generic scheme
     assert byoa_skills(tmp_path, "scheme", "uninstall").returncode == 0
     assert not entry.exists()

@@ -68,8 +68,10 @@ def valid_files(draw: st.DrawFn) -> bytes:
         )
         for _ in range(draw(st.integers(0, 3)))
     ]
-    chunks = [fmt, chunk(b"data", pcm), *extras]
-    return riff(*draw(st.permutations(chunks)))
+    chunks = draw(st.permutations([fmt, *extras]))
+    after_fmt = chunks.index(fmt) + 1
+    chunks.insert(draw(st.integers(after_fmt, len(chunks))), chunk(b"data", pcm))
+    return riff(*chunks)
 
 
 @st.composite

@@ -31,7 +31,6 @@ ACCEPTED = {
     "LIST before data": riff(FMT, chunk(b"LIST", b"INFOISFT\x06\0\0\0sox\0\0\0"), DATA),
     "odd-sized chunk with its pad byte, after data": riff(FMT, DATA, chunk(b"junk", b"abc")),
     "fact chunk": riff(FMT, chunk(b"fact", b"\x40\x06\0\0"), DATA),
-    "data before fmt": riff(DATA, FMT),
     "empty unknown chunk": riff(FMT, chunk(b"zero", b""), DATA),
 }
 
@@ -54,6 +53,8 @@ REJECTED = [
     ("duplicate-chunk", riff(FMT, FMT, DATA)),
     ("duplicate-chunk", riff(FMT, DATA, DATA)),
     ("missing-fmt", riff(DATA)),
+    ("data-before-fmt", riff(DATA, FMT)),
+    ("data-before-fmt", riff(chunk(b"LIST", b"abcd"), DATA, FMT)),
     ("missing-fmt", riff(chunk(b"FMT ", fmt_body()), DATA)),
     ("bad-fmt", riff(chunk(b"fmt ", fmt_body()[:14]), DATA)),
     ("bad-fmt", riff(chunk(b"fmt ", fmt_body() + b"\x02\0\0\0"), DATA)),

@@ -76,7 +76,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; 0 when every chosen scenario ran or was skipped, 1 when one
-    failed, 2 on bad arguments."""
+    failed, 2 on bad arguments. ``byoa-bench soak ...`` runs the soak alone (see
+    :mod:`byoa_skills.bench.scenarios.soak`)."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["soak"]:
+        from byoa_skills.bench.scenarios import soak
+
+        return soak.main(given[1:])
     args = parser().parse_args(argv)
     console = Console()
     err = Console(stderr=True)

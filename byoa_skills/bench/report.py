@@ -148,6 +148,22 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         lines += ["", f"{entry['sites']} sites, {entry['activity_entries']} activity entries "
                   f"({entry['database_mib']:.0f} MiB); longest event-loop stall during a burst "
                   f"of {entry['burst_calls']} calls: {stall:.1f} ms."]  # fmt: skip
+    elif name == "longform":
+        wer = entry["wer"]
+        lines += [
+            "| way | wall s | WER vs said |", "|---|---|---|",
+            f"| engine, {entry['workers']} workers, pieces across the pool | "
+            f"{_n(entry['engine_s'])} | {wer['engine']:.1%} |",
+            f"| faster-whisper transcribe | {_n(entry['transcribe_s'])} | "
+            f"{wer['transcribe']:.1%} |",
+            f"| faster-whisper BatchedInferencePipeline | {_n(entry['batched_s'])} | "
+            f"{wer['batched']:.1%} |",
+            "", f"{entry['recording_s']:.0f} s recording; the engine is "
+            f"{entry['speedup_vs_faster']:.2f}x the faster direct way; WER engine vs transcribe "
+            f"{wer['engine_vs_transcribe']:.1%}. A site's 1 s clip: {_n(entry['site_idle_s'])} s "
+            f"idle, {_n(entry['site_during_s'])} s during the long job "
+            f"({entry['site_calls_during']} calls).",
+        ]  # fmt: skip
     elif name == "memory":
         workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
         lines.append(

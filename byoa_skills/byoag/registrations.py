@@ -75,8 +75,13 @@ class RegistrationStore:
         self.root = root or paths.data_dir() / "byoag"
 
     def folder(self, platform: str) -> Path:
-        """The folder of ``platform``'s registration (its name, quoted where it has a port)."""
-        return self.root / quote(platform, safe=".-")
+        """The folder of ``platform``'s registration (its name, quoted where it has a port):
+        always one folder inside the store's root. ``ValueError`` for a name that is no
+        platform's (empty, ``.``, ``..``)."""
+        name = quote(platform, safe=".-")
+        if name.strip(".") == "":
+            raise ValueError(f"{platform!r} is not a platform name")
+        return self.root / name
 
     def save(self, registration: Registration, keys: PairwiseKeys) -> None:
         """Keep ``registration`` and its keys, replacing any earlier one of its platform."""
@@ -116,10 +121,14 @@ class RegistrationStore:
         return sorted(found, key=lambda registration: registration.platform)
 
     def remove(self, platform: str) -> bool:
-        """Forget ``platform``'s registration and delete its keys; False when there was none."""
-        folder = self.folder(platform)
+        """Forget ``platform``'s registration and delete its keys (its folder, and nothing
+        else); False when there was none, or the name is no platform's."""
+        try:
+            folder = self.folder(platform)
+        except ValueError:
+            return False
         with locked(self.root / ".lock"):
-            if not folder.is_dir():
+            if folder.is_symlink() or not folder.is_dir():
                 return False
             shutil.rmtree(folder)
         return True

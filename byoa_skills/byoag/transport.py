@@ -74,7 +74,7 @@ class PlatformClient:
                         f"the platform answered {url} with a redirect ({response.status})",
                         reason="redirect",
                     )
-                raw = await response.content.read(MAX_ANSWER + 1)
+                raw = await read_bounded(response.content, MAX_ANSWER + 1)
                 status, content_type = response.status, response.content_type
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise ByoagError(
@@ -97,6 +97,20 @@ class PlatformClient:
     def fails_with(self, code: str) -> None:
         """From now on, a redirect or a failure to connect is ``code``."""
         self._failure = code
+
+
+async def read_bounded(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    """The whole body, however many pieces it arrives in, stopping once ``limit`` bytes are
+    read (an answer that long is refused by the caller)."""
+    pieces: list[bytes] = []
+    taken = 0
+    while taken < limit:
+        piece = await stream.read(limit - taken)
+        if not piece:
+            break
+        pieces.append(piece)
+        taken += len(piece)
+    return b"".join(pieces)
 
 
 @asynccontextmanager

@@ -19,11 +19,12 @@ from byoa_skills.commands.serve import (
 )
 from byoa_skills.directlink.check import LinkCheck, check_link
 from byoa_skills.directlink.client import link_origin
-from byoa_skills.directlink.intake import dev_local_enabled
+from byoa_skills.directlink.intake import ASK, dev_local_enabled
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.link_pairings import RecentCodes
 from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.consent import CONSENT_SECONDS
 
 EXIT_CONNECTED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 _ANSWERS = {"a": "allow", "allow": "allow", "d": "decline", "decline": "decline",
@@ -37,9 +38,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="take a bringyourownagent:// link from a site",
         description=(
             "Check a bringyourownagent:// link, show the site's request, and ask: Allow, "
-            "Decline, or Allow and decide on my own. Nothing is contacted before Allow, not "
-            "even DNS. After Allow the link goes to the running engine (serve), or an engine "
-            "starts here. Exit 0 connected, 1 refused or declined, 2 usage error."
+            "Decline, or Allow and decide on my own: at the terminal's prompt, or, with no "
+            "terminal (a link opened from the browser), on the wallet page the engine opens. "
+            "Nothing is contacted before Allow, not even DNS. The link goes to the running "
+            "engine (serve), or an engine starts here. Exit 0 connected, 1 refused or "
+            "declined, 2 usage error."
         ),
     )
     command.add_argument("link", metavar="LINK")
@@ -67,8 +70,11 @@ def run(args: argparse.Namespace) -> int:
         return _refuse(activity, origin, f"site-{state}", f"you have {state} {origin}")
     if RecentCodes(database).seen(check.session):
         return _refuse(activity, origin, "code-seen", "this link's code was used recently")
-    print(consent_text(check), file=sys.stderr)
-    decision = args.decision or _ask()
+    if args.decision or sys.stdin.isatty():
+        print(consent_text(check), file=sys.stderr)
+        decision = args.decision or _ask()
+    else:  # opened from a browser: the consent is shown on the wallet page
+        decision = ASK
     if decision == "decline":
         return _refuse(activity, origin, "declined", "declined")
     token = api_token(args.token)
@@ -114,7 +120,7 @@ async def _hand_over(port: int, token: str, link: str, decision: str) -> dict[st
     """The running engine's answer to the link, or None when no engine answers on ``port``."""
     url = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {token}"}
-    timeout = aiohttp.ClientTimeout(total=60)
+    timeout = aiohttp.ClientTimeout(total=CONSENT_SECONDS + 60)  # the visitor may take 120 s
     async with aiohttp.ClientSession(timeout=timeout) as session:
         try:
             async with session.get(f"{url}/health"):

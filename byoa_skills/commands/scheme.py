@@ -53,7 +53,7 @@ def desktop_entry(program: str | None = None) -> str:
         "Name=BYOA agent wallet link",
         "Comment=Takes bringyourownagent:// links from web sites",
         f"Exec={program if ' ' in program else shlex.quote(program)} connect %u",
-        "Terminal=true",
+        "Terminal=false",  # the consent is on the wallet page
         "NoDisplay=true",
         f"MimeType={MIME_TYPE};",
         "",

@@ -25,6 +25,8 @@ from byoa_skills.commands.common import (
     whole_number,
 )
 from byoa_skills.directlink.intake import LinkIntake
+from byoa_skills.extension.requests import PageRequests
+from byoa_skills.extension.routes import add_routes as add_extension_routes
 from byoa_skills.pool import (
     Device,
     PoolConfig,
@@ -34,13 +36,15 @@ from byoa_skills.pool import (
     default_max_batch,
 )
 from byoa_skills.runtimes.text import TextRuntime
-from byoa_skills.serve.app import LOOPBACK_HOSTS, build_app
+from byoa_skills.serve.app import HEADER_READ_SECONDS, LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
-from byoa_skills.serve.token import TOKEN_ENV, load_or_create_token
+from byoa_skills.serve.token import TOKEN_ENV, UnsafePathError, load_or_create_token
+from byoa_skills.serve.wallet.routes import WalletPage
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_ROWS, ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.shim import WalletShim
 
 DEFAULT_PORT = 8787
@@ -129,7 +133,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "window; not with --backend torch)",
     )  # fmt: skip
     parser.add_argument(
-        "--token", help=f"the bearer token (default: ${TOKEN_ENV}, else the token file)"
+        "--token",
+        help=f"the bearer token (default: ${TOKEN_ENV}, else the token file). A value given "
+        "here can be read by every user of this computer in /proc/PID/cmdline and "
+        f"`ps`: prefer ${TOKEN_ENV} or the token file",
     )
 
 
@@ -184,7 +191,10 @@ def api_token(given: str | None) -> str:
     token = given or os.environ.get(TOKEN_ENV)
     if token:
         return token
-    token, path, created = load_or_create_token()
+    try:
+        token, path, created = load_or_create_token()
+    except UnsafePathError as error:
+        raise SystemExit(f"byoa-skills: refused: {error}") from None
     if created:
         print(f"byoa-skills: the API token is new in {path}", file=sys.stderr)
     return token
@@ -208,10 +218,15 @@ async def serve(
     engine = SkillEngine(pool, on_call=metrics.record_call, text=text)
     database = WalletDatabase.default()
     activity = ActivityLog(database, max_age_days=retention.days, max_rows=retention.rows)
-    shim = WalletShim(engine, SiteStore(database), activity)
+    consents = ConsentDesk()
+    shim = WalletShim(engine, SiteStore(database), activity, ask=consents.ask_call)
     activity.prune()
-    intake = LinkIntake(shim)
-    runner = web.AppRunner(build_app(engine, metrics, token, shim, intake), access_log=None)
+    intake = LinkIntake(shim, consents=consents)
+    page = WalletPage(engine, shim, intake, consents)
+    page.base_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    app = build_app(engine, metrics, token, shim, intake, page=page)
+    add_extension_routes(app, PageRequests(shim, consents))
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_READ_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

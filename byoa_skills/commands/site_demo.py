@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from byoa_skills.commands.common import configure_logging
 from byoa_skills.demos.site import start_site
+from byoa_skills.demos.site.hostile import DEFAULT_CALLS, KINDS
 
 DEFAULT_PORT = 8080
 log = logging.getLogger("byoa_skills.demos.site")
@@ -48,6 +49,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="behind a reverse proxy: limit codes per X-Forwarded-For address",
     )
     demo.add_argument(
+        "--hostile",
+        choices=KINDS,
+        metavar="KIND",
+        help="attack every wallet that connects, to test it: "
+        + ", ".join(KINDS)
+        + " (see docs/reliability.md)",
+    )
+    demo.add_argument(
+        "--hostile-calls", type=int, default=DEFAULT_CALLS, metavar="N",
+        help=f"how many calls never-reads and floods send (default {DEFAULT_CALLS})",
+    )  # fmt: skip
+    demo.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -84,18 +97,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"byoa-skills site-demo: {error}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(args.host, args.port, endpoint, args.trust_forwarded))
+        asyncio.run(serve(args.host, args.port, endpoint, args.trust_forwarded, args.hostile,
+                          args.hostile_calls))  # fmt: skip
     except OSError as error:
         print(f"byoa-skills site-demo: cannot listen: {error}", file=sys.stderr)
         return 1
     return 0
 
 
-async def serve(host: str, port: int, endpoint: str | None, trust_forwarded: bool) -> None:
-    """Run the site until SIGTERM or SIGINT, then say bye to the wallets and stop."""
+async def serve(
+    host: str,
+    port: int,
+    endpoint: str | None,
+    trust_forwarded: bool,
+    hostile: str | None = None,
+    hostile_calls: int = DEFAULT_CALLS,
+) -> None:
+    """Run the site until SIGTERM or SIGINT, then say bye to the wallets and stop; with
+    ``hostile``, attack every wallet that connects."""
     runner, url, demo = await start_site(
-        host=host, port=port, endpoint=endpoint, trust_forwarded=trust_forwarded
-    )
+        host=host, port=port, endpoint=endpoint, trust_forwarded=trust_forwarded,
+        hostile=hostile, hostile_calls=hostile_calls,
+    )  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -22,14 +22,42 @@ class AddressRefused(Exception):
         self.unresolved = unresolved
 
 
+#: IPv6 ranges that carry an IPv4 address in their last 32 bits: IPv4-mapped, IPv4-translated
+#: (RFC 2765), IPv4-compatible (deprecated) and the well-known NAT64 prefix (RFC 6052).
+_EMBEDS_IPV4_LAST = tuple(
+    ipaddress.IPv6Network(net) for net in ("::ffff:0:0/96", "::ffff:0:0:0/96", "::/96",
+                                           "64:ff9b::/96")
+)  # fmt: skip
+#: IPv6 ranges never taken as public, whatever Python's tables say: local-use NAT64 (RFC 8215),
+#: whose translator is inside someone's network.
+_NEVER_PUBLIC = (ipaddress.IPv6Network("64:ff9b:1::/48"),)
+
+
 def is_public(address: str) -> bool:
     """Whether ``address`` is a public unicast address (not private, loopback, link-local,
-    multicast, reserved, shared, documentation or unspecified; IPv4-mapped ones judged as
-    the IPv4 address they carry)."""
+    multicast, reserved, shared, documentation or unspecified). An IPv6 address that carries
+    an IPv4 one (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 ``64:ff9b::/96``, 6to4
+    ``2002::/16``) is judged as the IPv4 address it carries; local-use NAT64
+    (``64:ff9b:1::/48``) is never public."""
     parsed = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-        parsed = parsed.ipv4_mapped
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if any(parsed in network for network in _NEVER_PUBLIC):
+            return False
+        carried = _carried_ipv4(parsed)
+        if carried is not None:
+            parsed = carried
     return parsed.is_global and not parsed.is_multicast
+
+
+def _carried_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if int(address) <= 1:  # :: and ::1 are themselves, not IPv4-compatible forms
+        return None
+    for network in _EMBEDS_IPV4_LAST:
+        if address in network:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
 
 
 async def resolve_public(host: str, port: int, *, allow_loopback: bool = False) -> ResolveResult:

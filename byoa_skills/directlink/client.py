@@ -36,9 +36,11 @@ from byoa_skills.protocol.frames import (
     read_frame,
     result_frame,
 )
+from byoa_skills.protocol.pending import PENDING_MARGIN, PendingCalls, close_within
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.link_pairings import PairingStore
 from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.limits import DEFAULT_MAX_PARALLEL_CALLS
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.direct")
@@ -50,6 +52,12 @@ RECONNECT_SCHEDULE: tuple[float, ...] = (1, 2, 5, 10, 30)
 #: How long a grant given through a link lasts.
 LINK_GRANT_SECONDS = 24 * 3600
 WALLET = {"name": "byoa-skills", "version": __version__}
+#: The answer to a call over the connection's bound of pending calls (a site sees only this).
+TOO_MANY_PENDING = {"ok": False}
+#: The code the wallet's log keeps for such a call.
+TOO_MANY_PENDING_CODE = "too-many-pending-calls"
+#: A call's id as :func:`~byoa_skills.protocol.frames.read_frame` lets it through.
+CallId = int | str
 
 
 @dataclass
@@ -224,49 +232,68 @@ class DirectLink:
             return None
 
     async def _serve_calls(self, ws: aiohttp.ClientWebSocketResponse) -> str:
-        sending = asyncio.Lock()
-        calls: set[asyncio.Task[None]] = set()
+        """Answer the site's calls until it says bye or leaves (``bye``, ``dropped``,
+        ``malformed``), or stops reading the answers (``not-reading``: the link is closed and
+        its calls cancelled). At most the grant's ``maxParallelCalls`` plus
+        :data:`PENDING_MARGIN` calls are pending; one more is answered ``ok: false`` at once."""
+        grant = self.shim.grants.get(self.session.grant_id)
+        parallel = grant.limits.max_parallel_calls if grant else DEFAULT_MAX_PARALLEL_CALLS
+        pending = PendingCalls(ws.send_str, parallel + PENDING_MARGIN)
+        grant_id = self.session.grant_id
 
-        async def send(frame: Frame) -> None:
-            async with sending:
-                if not ws.closed:
-                    await ws.send_str(encode(frame))
-
-        async def answer(frame: Frame) -> None:
+        async def answer(call_id: CallId, skill: Any, skill_input: Any, params: Any) -> None:
             async def chunk(choice: int, text: str) -> None:
-                await send(chunk_frame(frame["id"], choice, text))
+                await pending.send(chunk_frame(call_id, choice, text))
 
-            result = await self.shim.call(self.session.grant_id, frame.get("skill"),
-                                          frame.get("input"), frame.get("params"),
-                                          on_chunk=chunk)  # fmt: skip
-            await send(result_frame(frame["id"], result.to_json(with_code=False)))
+            result = await self.shim.call(grant_id, skill, skill_input, params, on_chunk=chunk)
+            del skill_input  # the answer may wait to be written; the input need not
+            await pending.send(result_frame(call_id, result.to_json(with_code=False)))
 
         async def ping() -> None:
             while True:
                 await asyncio.sleep(PING_SECONDS)
-                await send(ping_frame())
+                await pending.send(ping_frame())
 
-        pinger = asyncio.create_task(ping())
+        async def close_when_stalled() -> None:
+            await pending.stalled.wait()
+            await close_within(ws, 1008, b"not reading")
+
+        helpers = [asyncio.create_task(ping()), asyncio.create_task(close_when_stalled())]
         reason = "dropped"
         try:
             async for message in ws:
                 if message.type != WSMsgType.TEXT:
                     continue
                 frame = await _take(ws, message.data)
+                del message
                 if frame is None:
                     return "malformed"
                 kind = frame.get("type")
                 if kind == "call":
-                    task = asyncio.create_task(answer(frame))
-                    calls.add(task)
-                    task.add_done_callback(calls.discard)
+                    call_id = frame["id"]
+                    if pending.full:
+                        self.shim.record_activity(
+                            kind="call", origin=self.session.origin, grant=grant_id,
+                            outcome=TOO_MANY_PENDING_CODE,
+                        )  # fmt: skip
+                        await pending.send(result_frame(call_id, TOO_MANY_PENDING))
+                    else:
+                        pending.start(answer(call_id, frame.get("skill"), frame.get("input"),
+                                             frame.get("params")))  # fmt: skip
                 elif kind == "bye":
                     reason = "bye"
                     break
+                del frame
+                if pending.stalled.is_set():
+                    break
         finally:
-            pinger.cancel()
-            for task in calls:
-                task.cancel()
+            for helper in helpers:
+                helper.cancel()
+            await pending.cancel()
+        if pending.stalled.is_set():
+            log.warning("event=link-not-reading origin=%s", self.session.origin)
+            await close_within(ws, 1008, b"not reading")
+            return "not-reading"
         return reason
 
 

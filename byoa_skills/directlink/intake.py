@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from byoa_skills.directlink.check import check_link
+from byoa_skills.directlink.check import LinkCheck, check_link
 from byoa_skills.directlink.client import RECONNECT_SCHEDULE, DirectLink, LinkSession, link_origin
+from byoa_skills.store.database import StoreError
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
+from byoa_skills.wallet_shim.consent import NO_ANSWER, ConsentDesk, site_view
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.links")
@@ -21,6 +24,9 @@ MAX_LINKS_AT_ONCE = 4
 #: How long taking a link waits for the site's welcome before it answers "connecting".
 WELCOME_WAIT_SECONDS = 15.0
 DECISIONS = ("allow", "decide-on-my-own", "decline")
+#: What ``connect`` sends when the visitor is to decide on the wallet page.
+ASK = "ask"
+UNREADABLE = "the wallet's store cannot be read; no site is served until it can"
 #: Seconds of the reconnection schedule, comma-separated, for tests and slow networks.
 SCHEDULE_ENV = "BYOA_WALLET_RECONNECT_SCHEDULE"
 
@@ -51,12 +57,15 @@ class LinkIntake:
         recent: RecentCodes | None = None,
         schedule: Sequence[float] | None = None,
         dev_local: bool | None = None,
+        consents: ConsentDesk | None = None,
     ) -> None:
         self.shim = shim
         self.pairings = pairings or PairingStore(shim.sites.database)
         self.recent = recent or RecentCodes(shim.sites.database)
         self.schedule = tuple(schedule) if schedule is not None else reconnect_schedule()
         self.dev_local = dev_local_enabled() if dev_local is None else dev_local
+        #: Where a link with the decision ``ask`` is shown to the visitor (the wallet page).
+        self.consents = consents
         self.sessions: dict[str, LinkSession] = {}
         self._tasks: set[asyncio.Task[str]] = set()
         self._handling = 0
@@ -64,15 +73,17 @@ class LinkIntake:
     async def take(self, link: Any, decision: Any) -> dict[str, Any]:
         """Handle a link the visitor decided on: ``{"ok", "state" | "code", "origin"}``.
 
-        Refused before any contact: a link that fails a check, one more than 4 at once, a code
-        seen in the last 10 minutes, a blocked or paused site, a decline. Each refusal leaves
-        only an activity entry.
+        ``decision`` ``ask`` shows the consent on the wallet page and waits for the visitor (a
+        site they let the wallet decide for is not asked). Refused before any contact: a link
+        that fails a check, one more than 4 at once, a code seen in the last 10 minutes, a
+        blocked or paused site, a decline or no answer. Each refusal leaves only an activity
+        entry.
         """
-        if decision not in DECISIONS:
+        if decision not in (*DECISIONS, ASK):
             return {
                 "ok": False,
                 "code": "bad-decision",
-                "message": "allow, decide-on-my-own or decline",
+                "message": "allow, decide-on-my-own, decline, or ask (the wallet page)",
             }
         check = check_link(link if isinstance(link, str) else "", dev_local=self.dev_local)
         if not check.ok:
@@ -80,17 +91,28 @@ class LinkIntake:
         origin = link_origin(check)
         if self._handling >= MAX_LINKS_AT_ONCE:
             return self._refused(origin, "too-many-links", "4 links are being handled already")
-        if not await asyncio.wrap_future(self.recent.remember(check.session)):
+        try:
+            fresh = await asyncio.wrap_future(self.recent.remember(check.session))
+            state = self.shim.sites.state(origin)
+        except (StoreError, sqlite3.Error, OSError) as error:  # fail closed, and say so
+            log.error("event=store-unreadable error=%r", str(error))
+            return self._refused(origin, "site-unreadable", UNREADABLE)
+        if not fresh:
             return self._refused(
                 origin, "code-seen", "this session code was seen in the last 10 minutes"
             )
-        state = self.shim.sites.state(origin)
         if state != "active":
             return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
-        if decision == "decline":
-            return self._refused(origin, "declined", "the visitor declined")
         self._handling += 1
         try:
+            if decision == ASK:
+                decision = await self._ask(origin, check)
+                if decision == NO_ANSWER:
+                    return self._refused(origin, "no-answer", "the visitor did not answer")
+            if decision == "decide-on-my-own":
+                await asyncio.to_thread(self.shim.sites.set_decide_on_my_own, origin, True)
+            if decision == "decline":
+                return self._refused(origin, "declined", "the visitor declined")
             session = LinkSession(
                 link, check, origin, decide_on_my_own=decision == "decide-on-my-own"
             )
@@ -105,6 +127,18 @@ class LinkIntake:
             return {"ok": False, "origin": origin, "code": session.ended,
                     "message": "the site did not take the connection"}  # fmt: skip
         return {"ok": True, "origin": origin, "state": "connected", "grantId": session.grant_id}
+
+    async def _ask(self, origin: str, check: LinkCheck) -> str:
+        """The visitor's answer to a link: at once "decide on my own" for a site they let the
+        wallet decide for; else the wallet page's consent, showing only what the site does not
+        already hold (a decline when no page can ask)."""
+        entry = await asyncio.to_thread(self.shim.sites.get, origin)
+        if entry is not None and entry.decide_on_my_own:
+            return "decide-on-my-own"
+        held = {skill for grant in self.shim.grants.of_origin(origin) for skill in grant.skills}
+        if self.consents is None:
+            return "decline"
+        return await self.consents.ask("link", origin, site_view(origin, check.manifest, held))
 
     def resume_pairings(self) -> int:
         """Come back to every site kept with "decide on my own"; how many."""

@@ -16,7 +16,10 @@ from typing import Any
 
 from byoa_skills.runtimes.speech.devices import Backend, Device
 from byoa_skills.runtimes.speech.options import DecodeOptions
-from byoa_skills.wav import MAX_CLIP_SECONDS
+
+#: One Whisper window, in seconds: the longest clip a pool can take (a piece of a long
+#: recording is at most one window; sites' clips stay within their own 15 s).
+WINDOW_SECONDS = 30.0
 
 #: Calls a worker decodes together by default, by device: on the CPU batches did not pay
 #: (``byoa-bench batch``, docs/pool.md); a GPU decodes a batch in about the time of one clip.
@@ -72,8 +75,10 @@ class PoolConfig:
     max_queue: int = field(default=64, metadata=_flag("--queue"))
     #: The deadline of a call that names none, in seconds (the wallet's 120 s).
     default_deadline: float = 120.0
-    #: The longest clip the pool takes, in seconds; sizes each worker's audio buffer.
-    max_clip_seconds: float = MAX_CLIP_SECONDS
+    #: The longest clip the pool takes, in seconds; sizes each worker's audio buffer. One
+    #: window, so that the pieces of a long recording fit (sites' clips are checked against
+    #: their own 15 s limit before they reach the pool).
+    max_clip_seconds: float = WINDOW_SECONDS
     #: A worker is replaced after about this many calls (0: never); each worker draws its own
     #: threshold within ``recycle_jitter`` of it, so workers do not all restart together.
     recycle_after_calls: int = 10_000
@@ -197,8 +202,8 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "threads_per_worker": (_whole(1), "a whole number of at least 1"),
     "max_queue": (_whole(1), "a whole number of at least 1"),
     "default_deadline": (_number(0.0, above=True), _POSITIVE),
-    "max_clip_seconds": (_number(0.0, MAX_CLIP_SECONDS, above=True),
-                         f"a number above 0, at most {MAX_CLIP_SECONDS:g}"),
+    "max_clip_seconds": (_number(0.0, WINDOW_SECONDS, above=True),
+                         f"a number above 0, at most {WINDOW_SECONDS:g}"),
     "recycle_after_calls": (_whole(0), "a whole number of at least 0 (0: never)"),
     "recycle_jitter": (_number(0.0, 0.9), "a fraction in [0, 0.9]"),
     "max_worker_rss_mib": (_whole(0), "a whole number of at least 0 (0: never)"),

@@ -11,19 +11,22 @@ worker → parent: :class:`Ready` or :class:`StartFailed` once, then one :class:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from byoa_skills.runtimes.speech.base import Transcript
+from byoa_skills.runtimes.speech.options import DecodeRequest
 
 
 @dataclass(frozen=True)
 class JobItem:
-    """One clip of a job: where its samples start in the shared block, how many there are, and
-    the language spoken (None: detect it)."""
+    """One clip of a job: where its samples start in the shared block, how many there are, the
+    language spoken (None: detect it), and what the call asks of the decoder beyond the text
+    (the default: text only, decoded with the job's other plain clips as one batch)."""
 
     offset: int
     frames: int
     language: str | None
+    request: DecodeRequest = field(default_factory=DecodeRequest)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
@@ -36,6 +37,7 @@ from byoa_skills.pool.errors import (
 from byoa_skills.pool.messages import Job, JobItem, Refusal
 from byoa_skills.pool.worker import WorkerDied, WorkerProcess
 from byoa_skills.runtimes.speech.base import Transcript
+from byoa_skills.runtimes.speech.options import DecodeRequest
 from byoa_skills.wav import Clip, max_frames
 
 log = logging.getLogger("byoa_skills.pool")
@@ -43,6 +45,14 @@ log = logging.getLogger("byoa_skills.pool")
 #: Called with ("worker-restart", reason), ("worker-ready", seconds to start),
 #: ("worker-start-failed", why) and ("worker-gave-up", why).
 EventHook = Callable[[str, str | float], None]
+
+
+class Priority(IntEnum):
+    """Which waiting calls a free worker takes first: sites' clips (``SITE``) before the
+    pieces of the visitor's long recordings (``BULK``); calls of one priority in order."""
+
+    SITE = 0
+    BULK = 1
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,13 @@ class _Call:
     future: asyncio.Future[Transcription]
     started: float | None = None
     abandoned: bool = False
+    request: DecodeRequest = field(default_factory=DecodeRequest)
+    priority: Priority = Priority.SITE
+    #: Arrival order, for calls of the same priority.
+    order: int = 0
+
+    def __lt__(self, other: _Call) -> bool:  # the queue's order
+        return (self.priority, self.order) < (other.priority, other.order)
 
 
 @dataclass
@@ -120,9 +137,10 @@ class WorkerPool:
         self.config = config
         self._on_event = on_event or (lambda kind, value: None)
         self._rng = rng or random.Random()
-        self._queue: asyncio.Queue[_Call] = asyncio.Queue(maxsize=config.max_queue)
+        self._queue: asyncio.PriorityQueue[_Call] = asyncio.PriorityQueue(config.max_queue)
         self._slots: list[_Slot] = []
         self._ids = itertools.count(1)
+        self._arrivals = itertools.count()
         self._draining = False
         self._started = False
         self._in_flight = 0
@@ -209,9 +227,18 @@ class WorkerPool:
     # -- calls --------------------------------------------------------------------------
 
     async def transcribe(
-        self, clip: Clip, language: str | None = None, deadline: float | None = None
+        self,
+        clip: Clip,
+        language: str | None = None,
+        deadline: float | None = None,
+        *,
+        request: DecodeRequest | None = None,
+        priority: Priority = Priority.SITE,
     ) -> Transcription:
-        """Transcribe one clip within ``deadline`` seconds (the configured default if None).
+        """Transcribe one clip within ``deadline`` seconds (the configured default if None),
+        decoded as ``request`` asks (default: text only). A free worker takes the waiting
+        calls of the highest ``priority`` first, so a long recording's ``BULK`` pieces yield
+        to sites' clips between them.
 
         Raises a :class:`CallFailure`: ``queue-full`` at once when the queue is full,
         ``skill-unavailable`` at once when no worker can start, ``shutting-down``,
@@ -227,7 +254,9 @@ class WorkerPool:
             raise TranscribeFailed(f"a clip of {clip.seconds:.1f} s is longer than the pool takes")
         now = time.monotonic()
         seconds = self.config.default_deadline if deadline is None else deadline
-        call = _Call(clip, language, now, now + seconds, asyncio.get_running_loop().create_future())
+        future = asyncio.get_running_loop().create_future()
+        call = _Call(clip, language, now, now + seconds, future, request=request or DecodeRequest(),
+                     priority=priority, order=next(self._arrivals))  # fmt: skip
         try:
             self._queue.put_nowait(call)
         except asyncio.QueueFull:
@@ -338,7 +367,7 @@ class WorkerPool:
         for call in calls:
             call.started = started
             slot.samples[offset : offset + call.clip.frames] = call.clip.samples
-            items.append(JobItem(offset, call.clip.frames, call.language))
+            items.append(JobItem(offset, call.clip.frames, call.language, call.request))
             offset += call.clip.frames
         overrun = "the call overran its deadline"
         timers = [

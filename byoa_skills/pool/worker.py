@@ -36,6 +36,7 @@ class WorkerProcess:
             target=run_worker, args=(child_end, config, shm_name), name=name, daemon=True
         )
         self._process.start()
+        self._pid = self._process.pid
         child_end.close()
         self._ready: asyncio.Future[float] = self._loop.create_future()
         self._job: tuple[int, asyncio.Future[tuple[Answer, ...]]] | None = None
@@ -47,7 +48,7 @@ class WorkerProcess:
     @property
     def pid(self) -> int | None:
         """The worker's process id."""
-        return self._process.pid
+        return self._pid
 
     @property
     def alive(self) -> bool:
@@ -90,7 +91,7 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """End the process at once (SIGKILL)."""
-        if self._process.is_alive():
+        if self.alive and self._process.is_alive():
             self._process.kill()
 
     async def stop(self) -> None:
@@ -107,7 +108,7 @@ class WorkerProcess:
         await self._exited.wait()
 
     def _terminate(self) -> None:
-        if self._process.is_alive() and self._process.pid:
+        if self.alive and self._process.is_alive() and self._pid:
             self._process.terminate()
 
     def _on_readable(self) -> None:
@@ -142,3 +143,4 @@ class WorkerProcess:
             self._job[1].set_exception(error)
         self._exited.set()
         self._conn.close()
+        self._process.close()  # its sentinel pipe now, not whenever it is collected

@@ -49,17 +49,34 @@ def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
 
 
 def _answers(backend, shm: SharedMemory, items: tuple[JobItem, ...]) -> tuple[Answer, ...]:  # type: ignore[no-untyped-def]
-    """One answer per clip of the batch; a failure of the whole batch refuses each clip."""
+    """One answer per clip of the job: the plain clips decoded as one batch (a failure of the
+    batch refuses each of them), the others one by one as their requests ask."""
     from byoa_skills.runtimes.speech import RuntimeRefusal
 
+    plain = [index for index, item in enumerate(items) if item.request.plain]
+    answers: list[Answer] = [Refusal("transcribe-failed", "not decoded")] * len(items)
     try:
-        batch = [(_samples(shm, item.offset, item.frames), item.language) for item in items]
-        transcripts = backend.transcribe_batch(batch)
+        batch = [(_samples(shm, items[i].offset, items[i].frames), items[i].language)
+                 for i in plain]  # fmt: skip
+        decoded = backend.transcribe_batch(batch) if batch else []
+        for index, answer in zip(plain, decoded, strict=True):
+            answers[index] = answer
     except Exception as error:
-        return (Refusal("transcribe-failed", _one_line(error)),) * len(items)
+        for index in plain:
+            answers[index] = Refusal("transcribe-failed", _one_line(error))
+    for index, item in enumerate(items):
+        if item.request.plain:
+            continue
+        try:  # timestamps, a prompt or a translation: one clip at a time
+            samples = _samples(shm, item.offset, item.frames)
+            answers[index] = backend.transcribe_detailed(samples, item.language, item.request)
+        except RuntimeRefusal as refusal:
+            answers[index] = Refusal(refusal.code, refusal.message)
+        except Exception as error:
+            answers[index] = Refusal("transcribe-failed", _one_line(error))
     return tuple(
         Refusal(answer.code, answer.message) if isinstance(answer, RuntimeRefusal) else answer
-        for answer in transcripts
+        for answer in answers
     )
 
 

@@ -23,14 +23,23 @@ from byoa_skills.protocol.frames import (
     READ_LIMIT_BYTES,
     FrameError,
     chunk_frame,
-    encode,
     error_frame,
     read_frame,
     read_json_object,
     result_frame,
 )
+from byoa_skills.protocol.pending import PendingCalls, close_within
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.serve.metrics import EngineMetrics
+from byoa_skills.serve.openai_api import add_openai_routes
+from byoa_skills.serve.openapi import openapi_handler
+from byoa_skills.serve.wallet.routes import (
+    PAGE_KEY,
+    WalletPage,
+    add_routes,
+    is_page_path,
+    page_refusal,
+)
 from byoa_skills.skills import CallResult, SkillEngine, http_status
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -40,8 +49,20 @@ log = logging.getLogger("byoa_skills.api")
 #: The largest request body taken: the direct link's frame limit.
 MAX_MESSAGE_BYTES = MAX_FRAME_BYTES
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-OPEN_PATHS = frozenset({"/health", "/ready"})
+OPEN_PATHS = frozenset({"/health", "/ready", "/openapi.json"})
+#: Seconds a connection may take to send a whole request head, and may stay idle between
+#: requests, before it is closed (aiohttp's ``keepalive_timeout`` covers both).
+HEADER_READ_SECONDS = 10.0
 
+
+#: The most calls one ``/v1/ws`` connection may have pending (the pool's default queue).
+MAX_PENDING_CALLS = 64
+#: The fields of a ``call`` frame a call keeps while it runs.
+_CALL_FIELDS = ("input", "params", "deadlineSeconds", "grantId", "registration")
+_TOO_MANY_PENDING = {
+    "ok": False, "code": "too-many-pending-calls",
+    "message": f"{MAX_PENDING_CALLS} calls of this connection are pending",
+}  # fmt: skip
 
 ENGINE_KEY = web.AppKey("engine", SkillEngine)
 METRICS_KEY = web.AppKey("metrics", EngineMetrics)
@@ -58,8 +79,10 @@ def build_app(
     shim: WalletShim,
     links: LinkIntake | None = None,
     registrations: RegistrationCalls | None = None,
+    page: WalletPage | None = None,
 ) -> web.Application:
-    """The aiohttp application of the local API."""
+    """The aiohttp application of the local API (with the wallet page's routes when a
+    ``page`` is given)."""
     app = web.Application(
         middlewares=[_guard],
         client_max_size=MAX_MESSAGE_BYTES,
@@ -80,6 +103,10 @@ def build_app(
     app.router.add_delete("/v1/grants/{grant_id}", _release_grant)
     app.router.add_post("/v1/skills/{skill}", _call_over_http)
     app.router.add_get("/v1/ws", _websocket)
+    app.router.add_get("/openapi.json", openapi_handler)
+    add_openai_routes(app, engine, shim)
+    if page is not None:
+        add_routes(app, page)
     return app
 
 
@@ -95,11 +122,15 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     if _host_name(request.host) not in LOOPBACK_HOSTS:
         return refusal(403, "forbidden-host", "only loopback host names are served")
-    if "Origin" in request.headers:
+    if is_page_path(request.path):
+        refused = page_refusal(request) if PAGE_KEY in request.app else None
+        if refused is not None:
+            return refusal(*refused)
+    elif "Origin" in request.headers:
         return refusal(403, "forbidden-origin", "requests from web pages are not served")
-    if request.path not in OPEN_PATHS:
+    elif request.path not in OPEN_PATHS:
         expected = f"Bearer {request.app[TOKEN_KEY]}".encode()
-        given = request.headers.get("Authorization", "").encode()
+        given = request.headers.get("Authorization", "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, expected):
             return refusal(401, "unauthorized", "a valid bearer token is needed")
     try:
@@ -221,23 +252,28 @@ def _server_timing(result: CallResult) -> dict[str, str]:
 
 
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
+    """``/v1/ws``: ``call`` frames answered with ``result`` frames, many at once, at most
+    :data:`MAX_PENDING_CALLS` pending (one more is refused ``too-many-pending-calls`` at once);
+    a client that takes no frame for :data:`~byoa_skills.protocol.pending.SEND_SECONDS` is
+    closed (1008) and its calls cancelled."""
     ws = web.WebSocketResponse(max_msg_size=READ_LIMIT_BYTES, heartbeat=None)
     await ws.prepare(request)
-    sending = asyncio.Lock()
-    calls: set[asyncio.Task[None]] = set()
+    pending = PendingCalls(ws.send_str, MAX_PENDING_CALLS)
+    app = request.app
 
-    async def send(frame: dict[str, Any]) -> None:
-        async with sending:
-            if not ws.closed:
-                await ws.send_str(encode(frame))
-
-    async def answer(frame: dict[str, Any]) -> None:
+    async def answer(call_id: Any, skill: Any, call: dict[str, Any]) -> None:
         async def chunk(choice: int, text: str) -> None:
-            await send(chunk_frame(frame["id"], choice, text))
+            await pending.send(chunk_frame(call_id, choice, text))
 
-        result = await _call(request.app, frame.get("skill"), frame, chunk)
-        await send(result_frame(frame["id"], result.to_json()))
+        result = await _call(app, skill, call, chunk)
+        del call  # the answer may wait to be written; the input need not
+        await pending.send(result_frame(call_id, result.to_json()))
 
+    async def close_when_stalled() -> None:
+        await pending.stalled.wait()
+        await close_within(ws, 1008, b"not reading")
+
+    watcher = asyncio.create_task(close_when_stalled())
     try:
         async for message in ws:
             if message.type != WSMsgType.TEXT:
@@ -245,14 +281,22 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
             try:
                 frame = read_frame(message.data)
             except FrameError as refused:  # every refusal is answered; the socket stays
-                await send(error_frame(refused.code, refused.message))
+                await pending.send(error_frame(refused.code, refused.message))
                 continue
+            finally:
+                del message
             if frame.get("type") == "call":
-                task = asyncio.create_task(answer(frame))
-                calls.add(task)
-                task.add_done_callback(calls.discard)
-            # other frame types (ping, bye, unknown) need no answer
+                if pending.full:
+                    await pending.send(result_frame(frame["id"], _TOO_MANY_PENDING))
+                else:
+                    call = {key: frame[key] for key in _CALL_FIELDS if key in frame}
+                    pending.start(answer(frame["id"], frame.get("skill"), call))
+            del frame  # other frame types (ping, bye, unknown) need no answer
+            if pending.stalled.is_set():
+                break
     finally:
-        for task in calls:
-            task.cancel()
+        watcher.cancel()
+        await pending.cancel()
+    if pending.stalled.is_set():
+        await close_within(ws, 1008, b"not reading")
     return ws

@@ -23,8 +23,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import queue
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from byoa_skills.store import paths
-from byoa_skills.store.files import FILE_MODE, private_folder
+from byoa_skills.store.files import FILE_MODE, UnsafePathError, private_folder
 from byoa_skills.store.schema import MIGRATIONS
 
 log = logging.getLogger("byoa_skills.store")
@@ -49,6 +51,26 @@ Change = Callable[[sqlite3.Connection], T]
 
 class StoreError(Exception):
     """The wallet's database cannot be opened or read (the message says why)."""
+
+
+def _database_files(path: Path) -> tuple[Path, ...]:
+    """The database file and the files SQLite keeps beside it."""
+    return (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+
+
+def check_own_file(path: Path) -> None:
+    """Refuse (:class:`UnsafePathError`) a database file that is a symbolic link, not a
+    regular file, or owned by another user: someone else planted it. A missing file passes."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafePathError(f"{path} is a symbolic link; the wallet will not follow it")
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafePathError(f"{path} is not a regular file")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise UnsafePathError(f"{path} belongs to another user (uid {info.st_uid})")
 
 
 class WalletDatabase:
@@ -86,8 +108,11 @@ class WalletDatabase:
                 return
             try:
                 private_folder(self.path.parent)
+                for path in _database_files(self.path):
+                    check_own_file(path)
                 if not self.path.exists():
                     self.path.touch(mode=FILE_MODE)
+                check_own_file(self.path)
                 self.path.chmod(FILE_MODE)
                 connection = self._connect()
                 try:

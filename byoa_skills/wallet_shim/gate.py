@@ -2,11 +2,13 @@
 -time check-and-record of each grant (the execution contract of the reference rules).
 
 For each call, under the grant's lock: the reference gate decides from the measured call and
-the grant's record; the shim adds its own reasons (parallel calls, answer tokens, models); a
-call that may run is recorded at once (its time, its worst-case cost reserved, one more in
-flight). When the call ends its real cost replaces the reservation. So under any interleaving
-the spend, with every running call's reservation, never passes the budget, and the rate
-limit counts every call admitted.
+the grant's spend; the rate rule (C11) is counted here from the grant's window of call times,
+in amortised O(1) per call, with the reference's code, message and place among the reasons;
+the shim adds its own reasons (parallel calls, answer tokens, models); a call that may run is
+recorded at once (its time, its worst-case cost reserved, one more in flight). When the call
+ends its real cost replaces the reservation. So under any interleaving the spend, with every
+running call's reservation, never passes the budget, and the rate limit counts every call
+admitted.
 """
 
 from __future__ import annotations
@@ -89,23 +91,68 @@ def finish(grant: Grant, admission: Admission, real_cost: Decimal) -> None:
 
 
 def _decide(grant: Grant, call: Measured, now_ms: int) -> Admission:
-    times = grant.call_times
-    while times and times[0] <= now_ms - RATE_WINDOW_MS:
-        times.popleft()
-    state: dict[str, Any] = {
-        "spent": f"{format(grant.spent + grant.reserved, 'f')} {grant.currency}"
-    }
-    if grant.rate_limit is not None:  # at most rate_limit times: only admitted calls are kept
-        state["callTimes"] = [rfc3339(t) for t in times]
+    state = {"spent": f"{format(grant.spent + grant.reserved, 'f')} {grant.currency}"}
     result = check_call(
         grant.manifest, grant.reference, _reference_call(grant, call, now_ms), state
     )
-    reasons = [dict(reason) for reason in result["reasons"]] + _shim_reasons(grant, call)
+    reasons = [dict(reason) for reason in result["reasons"]]
+    _add_rate_reason(reasons, grant, now_ms)
+    reasons += _shim_reasons(grant, call)
     decision = max((r["decision"] for r in reasons), key=_SEVERITY.__getitem__, default="allowed")
     if decision in ("allowed", "warn"):
         return Admission(True, decision, reasons)
     deciding = next(r for r in reasons if r["decision"] == decision)
     return Admission(False, decision, reasons, deciding["code"], deciding["message"])
+
+
+def recent_calls(grant: Grant, now_ms: int) -> int:
+    """How many admitted calls of ``grant`` fall in the rate window ending at ``now_ms``, as the
+    reference rule C11 counts them (``now - 60 s < t <= now``); times that left the window are
+    dropped. Amortised O(1): each time is added once and dropped once."""
+    times = grant.call_times
+    while times and times[0] <= now_ms - RATE_WINDOW_MS:
+        times.popleft()
+    later = 0  # times after now: only when the clock went back
+    while later < len(times) and times[-1 - later] > now_ms:
+        later += 1
+    return len(times) - later
+
+
+def _add_rate_reason(reasons: list[dict[str, Any]], grant: Grant, now_ms: int) -> None:
+    """The reference rule C11 (``maxCallsPerMinute``), counted here from the grant's window
+    rather than by handing the reference gate every call time of the last minute: the same
+    code, message and place among the reasons (after C5-C10, before C12-C16). Nothing when
+    the reference gate stopped at its input checks, as it would not have counted."""
+    if grant.rate_limit is None or any(r["code"] in _NO_RATE_REASON for r in reasons):
+        return  # (a limit of 0 the reference gate refuses itself, with no call times)
+    recent = recent_calls(grant, now_ms)
+    if recent < grant.rate_limit:
+        return
+    reason = {
+        "code": "rate-exceeded", "decision": "blocked",
+        "message": f"{recent} calls in the last minute; the limit is "
+        f"{_number(grant.rate_limit)} per minute",
+    }  # fmt: skip
+    at = next((i for i, r in enumerate(reasons) if r["code"] in _AFTER_RATE), len(reasons))
+    reasons.insert(at, reason)
+
+
+#: The reference gate's codes for inputs it cannot read (it decides nothing else then), and its
+#: own rate reason.
+_NO_RATE_REASON = frozenset(
+    {"manifest-invalid", "grant-invalid", "call-invalid", "state-invalid", "rate-exceeded"}
+)
+#: The codes of the reference rules after C11 (C12-C16), which follow a rate reason.
+_AFTER_RATE = frozenset(
+    {"currency-mismatch", "budget-exceeded", "text-sent", "call-cost-high", "spend-high"}
+)
+
+
+def _number(value: float) -> str:
+    """A number as the reference gate writes it in a message."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _record(grant: Grant, call: Measured, now_ms: int, decided: Admission) -> Admission:

@@ -19,10 +19,12 @@ from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 from byoa_skills.store.clock import rfc3339
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.wallet_shim.limits import (
+    MAX_CALLS_PER_MINUTE,
     SHIM_LIMITS,
     ShimLimits,
     effective_limits,
     problems_in,
+    rate_problems,
     stricter,
 )
 
@@ -59,8 +61,9 @@ class Grant:
     reserved: Decimal = Decimal(0)
     #: The effective ``maxCallsPerMinute``, when one applies.
     rate_limit: int | None = None
-    #: When the calls of the last minute were admitted (milliseconds), oldest first.
-    call_times: deque[int] = field(default_factory=deque)
+    #: When the calls of the last minute were admitted (milliseconds), oldest first; never
+    #: more than the rate limit's ceiling, since only admitted calls are kept.
+    call_times: deque[int] = field(default_factory=lambda: deque(maxlen=MAX_CALLS_PER_MINUTE))
     in_flight: int = 0
     #: The most calls that ever ran at once under this grant.
     peak_in_flight: int = 0
@@ -129,10 +132,12 @@ def build_grant(
         raise GrantRefusal("manifest-invalid", "the manifest breaks the rules", checked["errors"])
     manifest_limits = manifest["purpose"].get("limits")
     problems = problems_in(manifest_limits, "/purpose/limits")
+    problems += rate_problems(manifest_limits, "/purpose/limits")
     if not isinstance(grant, dict):
         raise GrantRefusal("grant-invalid", "the grant must be a JSON object")
     reference, shim_limits, models = _split(grant)
     problems += problems_in(shim_limits, "/limits") + _model_problems(models)
+    problems += rate_problems(reference.get("limits"), "/limits")
     problems += _reference_grant_problems(manifest, reference, now_ms)
     if problems:
         raise GrantRefusal(
@@ -263,15 +268,16 @@ class GrantStore:
         """Queue the grant's running record (calls, spend, reservations, call times)."""
         if self.database is None or grant.id not in self._grants:
             return
+        times = list(grant.call_times)  # at most the rate ceiling; JSON made by the writer
         row = (
             grant.calls, grant.in_flight, format(grant.reserved, "f"), format(grant.spent, "f"),
-            json.dumps(list(grant.call_times)), grant.peak_in_flight, grant.id,
+            grant.peak_in_flight, grant.id,
         )  # fmt: skip
         self.database.submit(
             lambda db: db.execute(
                 "UPDATE grants SET calls = ?, in_flight = ?, reserved = ?, spent = ?, "
-                "call_times = ?, peak_in_flight = ? WHERE id = ?",
-                row,
+                "peak_in_flight = ?, call_times = ? WHERE id = ?",
+                (*row[:5], json.dumps(times), row[5]),
             )
         )
 

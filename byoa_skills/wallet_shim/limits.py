@@ -3,6 +3,8 @@
 The reference rules know ``maxCallsPerMinute``, ``maxClipSeconds`` and ``maxTextChars``; the
 wallet adds ``maxParallelCalls``, ``maxCallSeconds`` and ``maxAnswerTokens``. Each may be set
 by the manifest (``purpose.limits``) and by the grant (``limits``); the stricter one applies.
+The wallet also caps what either may declare for ``maxCallsPerMinute``
+(:data:`MAX_CALLS_PER_MINUTE`), so that the rate window it keeps per grant stays small.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ DEFAULT_MAX_PARALLEL_CALLS = 8
 #: The wallet's deadline for any call, in seconds; ``maxCallSeconds`` may only shorten it.
 WALLET_CALL_SECONDS = 120.0
 _LARGEST_COUNT = 2**53 - 1
+#: The most a manifest or a grant may declare for ``maxCallsPerMinute`` (20 calls a second);
+#: a larger value is refused ``limit-invalid``.
+MAX_CALLS_PER_MINUTE = 1200
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,23 @@ def problems_in(limits: Any, base_path: str) -> list[dict[str, str]]:
                     {"code": "limit-invalid", "path": f"{base_path}/{name}", "message": problem}
                 )
     return found
+
+
+def rate_problems(limits: Any, base_path: str) -> list[dict[str, str]]:
+    """A ``limit-invalid`` problem when a limits object declares a ``maxCallsPerMinute`` above
+    :data:`MAX_CALLS_PER_MINUTE` (any other flaw of the value is the reference rules' to
+    find)."""
+    if not isinstance(limits, dict):
+        return []
+    value = limits.get("maxCallsPerMinute")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []
+    if value <= MAX_CALLS_PER_MINUTE:
+        return []
+    return [{
+        "code": "limit-invalid", "path": f"{base_path}/maxCallsPerMinute",
+        "message": f"limit 'maxCallsPerMinute' may be at most {MAX_CALLS_PER_MINUTE}",
+    }]  # fmt: skip
 
 
 def stricter(manifest_limits: Any, grant_limits: Any, name: str) -> Any:

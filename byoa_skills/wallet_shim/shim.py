@@ -19,7 +19,7 @@ from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import SKILLS, CallResult, PreparedCall, SkillEngine
 from byoa_skills.skills.engine import with_measurements
 from byoa_skills.store.activity import ActivityLog
-from byoa_skills.store.clock import now_ms
+from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import SiteListError, SiteStore, normalize_origin
 from byoa_skills.wallet_shim.gate import Admission, AskHook, Measured, admit, decline, finish
@@ -60,6 +60,7 @@ class WalletShim:
         self._ask = ask
         self._pricing: Pricing = pricing or engine.price
         self._clock = clock
+        self._watchers: list[Callable[[dict[str, Any]], None]] = []
 
     # -- grants ---------------------------------------------------------------------------
 
@@ -187,13 +188,22 @@ class WalletShim:
                 "origin-invalid", "the origin must be scheme://host[:port]"
             ) from None
 
+    def watch_activity(self, watcher: Callable[[dict[str, Any]], None]) -> None:
+        """Tell ``watcher`` of every activity entry from now on, as it is recorded."""
+        self._watchers.append(watcher)
+
     def record_activity(self, **entry: Any) -> None:
         """Add one activity entry (entries with None values lose those keys); a failure to
         write is logged and never stops a call."""
+        kept = {"time": rfc3339(self._clock())}
+        kept.update((k, v) for k, v in entry.items() if v is not None)
         try:
-            self.activity.record({k: v for k, v in entry.items() if v is not None})
+            self.activity.record(kept)
         except (OSError, StoreError) as error:  # the log must never stop a call
             log.error("event=activity-write-failed error=%r", str(error))
+            return
+        for watcher in self._watchers:
+            watcher(kept)
 
 
 def _site_message(state: str) -> str:

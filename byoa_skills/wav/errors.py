@@ -24,6 +24,7 @@ CODES: dict[str, str] = {
     "bad-block-align": "the block align is not 2 bytes",
     "bad-byte-rate": "the byte rate is not 32000 bytes per second",
     "missing-data": "no data chunk",
+    "data-before-fmt": "the data chunk comes before the fmt chunk (RIFF WAVE requires fmt first)",
     "partial-frame": "the data chunk's size is not a whole number of 2-byte frames",
     "empty": "the data chunk holds no frames",
     "too-long": "the clip lasts longer than the limit",

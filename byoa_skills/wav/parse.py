@@ -1,7 +1,8 @@
 """Strict parsing of a 16 kHz mono 16-bit PCM WAV file from bytes.
 
 The rules (docs/wav.md): a little-endian RIFF/WAVE file whose chunks are walked one by one;
-exactly one ``fmt `` and one ``data`` chunk; other chunks skipped with their pad byte; the
+exactly one ``fmt `` and one ``data`` chunk, the ``fmt `` first (RIFF WAVE requires it); other
+chunks skipped with their pad byte; the
 RIFF size, the chunk sizes and the bytes present agree exactly. Each chunk header moves the
 walk at least 8 bytes forward, so the work is linear in the input's length.
 """
@@ -63,6 +64,7 @@ def parse_wav(data: bytes | bytearray | memoryview, max_seconds: float = MAX_CLI
         raise WavError("trailing-bytes", f"{size - end} bytes after the RIFF size's end")
 
     has_fmt = False
+    data_first = False
     data_at: int | None = None
     data_size = 0
     offset = _RIFF_HEADER.size
@@ -85,6 +87,7 @@ def parse_wav(data: bytes | bytearray | memoryview, max_seconds: float = MAX_CLI
         elif chunk_id == b"data":
             if data_at is not None:
                 raise WavError("duplicate-chunk", "a second 'data' chunk")
+            data_first = data_first or not has_fmt
             if chunk_size % _BLOCK_ALIGN:
                 raise WavError(
                     "partial-frame", f"the data chunk's {chunk_size} bytes are not whole frames"
@@ -99,6 +102,8 @@ def parse_wav(data: bytes | bytearray | memoryview, max_seconds: float = MAX_CLI
         raise WavError("missing-fmt", "no 'fmt ' chunk")
     if data_at is None:
         raise WavError("missing-data", "no 'data' chunk")
+    if data_first:
+        raise WavError("data-before-fmt", "the 'data' chunk comes before the 'fmt ' chunk")
     frames = data_size // _BLOCK_ALIGN
     if frames == 0:
         raise WavError("empty", "the data chunk holds no frames")

@@ -15,6 +15,7 @@ from byoa_skills.bench.scenarios import (
     engine,
     gpu,
     link,
+    longform,
     memory,
     peer,
     store,
@@ -23,10 +24,8 @@ from byoa_skills.bench.scenarios import (
 )
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
-SCENARIOS: dict[str, ModuleType] = {
-    module.NAME: module
-    for module in (wav, direct, cold, engine, memory, peer, gpu, link, text, batch, store)
-}
+_ORDER = (wav, direct, cold, engine, memory, peer, gpu, link, text, batch, store, longform)
+SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
 
 
 def names() -> list[str]:

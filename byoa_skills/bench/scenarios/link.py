@@ -15,6 +15,7 @@ from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.load import by_clip, sweep
 from byoa_skills.bench.scenarios import enginerun
 from byoa_skills.demos.site import GEO_MANIFEST, start_site
+from byoa_skills.wallet_shim.limits import MAX_CALLS_PER_MINUTE
 
 NAME = "link"
 TITLE = "Direct link, site to wallet"
@@ -24,7 +25,7 @@ TITLE = "Direct link, site to wallet"
 BENCH_MANIFEST = {
     **GEO_MANIFEST,
     "purpose": {**GEO_MANIFEST["purpose"],
-                "limits": {"maxClipSeconds": 15, "maxCallsPerMinute": 100_000}},
+                "limits": {"maxClipSeconds": 15, "maxCallsPerMinute": MAX_CALLS_PER_MINUTE}},
 }  # fmt: skip
 
 

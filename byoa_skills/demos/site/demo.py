@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from byoa_skills.demos.site import hostile as hostile_attacks
 from byoa_skills.demos.site.codes import (
     CODE_LIFETIME_S,
     CODES_PER_MINUTE,
@@ -66,6 +67,9 @@ class SiteDemo:
         codes_per_minute: int = CODES_PER_MINUTE,
         hello_timeout: float = HELLO_TIMEOUT_S,
         clock: Clock = time.monotonic,
+        hostile: str | None = None,
+        hostile_calls: int = hostile_attacks.DEFAULT_CALLS,
+        hostile_hold: float = hostile_attacks.HOLD_SECONDS,
     ) -> None:
         self.endpoint = endpoint
         self.manifest: dict[str, Any] = manifest if manifest is not None else GEO_MANIFEST
@@ -81,6 +85,14 @@ class SiteDemo:
         self._wallets: dict[str, WalletConnection | None] = {}
         self._next_id = 0
         self._closing: set[asyncio.Task[None]] = set()
+        if hostile is not None and hostile not in hostile_attacks.KINDS:
+            raise ValueError(f"no hostile kind {hostile!r}: {', '.join(hostile_attacks.KINDS)}")
+        #: The attack this site makes on every wallet after its welcome (``--hostile``).
+        self.hostile = hostile
+        self.hostile_calls = hostile_calls
+        self.hostile_hold = hostile_hold
+        #: What each attack saw, in order.
+        self.attacks: list[hostile_attacks.AttackReport] = []
 
     # Codes and links
 
@@ -160,6 +172,8 @@ class SiteDemo:
         connection = await self._await_hello(ws)
         if connection is None:
             return ws
+        if self.hostile not in (None, "lies-in-welcome"):
+            return await self._attack(request, ws, str(self.hostile))
         try:
             ending = await self._serve(connection)
         finally:
@@ -169,6 +183,22 @@ class SiteDemo:
             log.info("event=wallet-away pairing=%s…", connection.pairing[:6])
         if ending is not None:
             await ws.close(code=ending[0], message=ending[1])
+        return ws
+
+    async def _attack(
+        self, request: web.Request, ws: web.WebSocketResponse, kind: str
+    ) -> web.WebSocketResponse:
+        def gone() -> bool:
+            return request.transport is None or request.transport.is_closing()
+
+        report = await hostile_attacks.attack(
+            ws, kind, gone, calls=self.hostile_calls, hold=self.hostile_hold
+        )
+        self.attacks.append(report)
+        log.info("event=attack-done kind=%s sent=%d answered=%d closed=%s", kind, report.sent,
+                 report.answered, report.closed_with)  # fmt: skip
+        with contextlib.suppress(asyncio.TimeoutError, ConnectionError, RuntimeError):
+            await asyncio.wait_for(ws.close(), 2.0)
         return ws
 
     async def close(self) -> None:
@@ -224,7 +254,10 @@ class SiteDemo:
         connection = WalletConnection(ws, pairing, hello)
         self._wallets[pairing] = connection
         self.hellos.append(hello)
-        await connection.send(welcome_frame(pairing, self.welcome_manifest))
+        manifest = self.welcome_manifest
+        if self.hostile == "lies-in-welcome":
+            manifest = hostile_attacks.LYING_MANIFEST
+        await connection.send(welcome_frame(pairing, manifest))
         log.info("event=wallet-welcomed pairing=%s… max_parallel_calls=%d",
                  pairing[:6], connection.max_parallel_calls)  # fmt: skip
         return connection

@@ -6,10 +6,17 @@ Importing this package does not import faster-whisper, CTranslate2, onnxruntime,
 transformers: a backend imports them when it is loaded.
 """
 
-from byoa_skills.runtimes.speech.base import SAMPLE_RATE, SpeechBackend, Transcript, check_samples
+from byoa_skills.runtimes.speech.base import (
+    SAMPLE_RATE,
+    Segment,
+    SpeechBackend,
+    Transcript,
+    Word,
+    check_samples,
+)
 from byoa_skills.runtimes.speech.errors import CODES, RuntimeRefusal
 from byoa_skills.runtimes.speech.factory import BACKENDS, load_backend
-from byoa_skills.runtimes.speech.options import DecodeOptions
+from byoa_skills.runtimes.speech.options import DecodeOptions, DecodeRequest
 from byoa_skills.runtimes.speech.whisper_ct2 import (
     DEFAULT_COMPUTE_TYPES,
     DEVICES,
@@ -24,11 +31,14 @@ __all__ = [
     "DEVICES",
     "SAMPLE_RATE",
     "DecodeOptions",
+    "DecodeRequest",
     "RuntimeRefusal",
+    "Segment",
     "SpeechBackend",
     "Transcript",
     "WhisperCT2Backend",
     "WhisperTorchBackend",
+    "Word",
     "check_samples",
     "load_backend",
 ]

@@ -9,9 +9,36 @@ from dataclasses import dataclass
 import numpy as np
 
 from byoa_skills.runtimes.speech.errors import RuntimeRefusal
+from byoa_skills.runtimes.speech.options import DecodeRequest
 
 #: The sample rate every backend takes, in samples per second.
 SAMPLE_RATE = 16000
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word and when it was said, in seconds from the clip's start."""
+
+    start: float
+    end: float
+    word: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of text between two timestamp tokens, in seconds from the clip's start,
+    with the decoder's figures for it (as faster-whisper reports them)."""
+
+    start: float
+    end: float
+    text: str
+    tokens: tuple[int, ...] = ()
+    avg_logprob: float = 0.0
+    compression_ratio: float = 0.0
+    no_speech_prob: float = 0.0
+    #: The words of the segment, when word timestamps were asked for.
+    words: tuple[Word, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -22,13 +49,15 @@ class Transcript:
     was decoded in: the one asked for, or the one detected; ``None`` only when no language was
     asked for and the clip holds no speech to detect one from. ``language_probability`` is 1.0
     for a language asked for, the model's probability for a detected one, 0.0 when ``language``
-    is ``None``. ``seconds`` is the wall time the call took.
+    is ``None``. ``seconds`` is the wall time the call took. ``segments`` is empty unless the
+    call asked for timestamps (:class:`DecodeRequest`).
     """
 
     text: str
     language: str | None
     language_probability: float
     seconds: float
+    segments: tuple[Segment, ...] = ()
 
 
 class SpeechBackend(ABC):
@@ -66,6 +95,19 @@ class SpeechBackend(ABC):
         """Each ``(samples, language)`` clip's answer, in order, decoded together; a clip
         that cannot be answered gets its :class:`RuntimeRefusal` in its place and costs the
         others nothing."""
+
+    def transcribe_detailed(
+        self, samples: np.ndarray, language: str | None, request: DecodeRequest
+    ) -> Transcript:
+        """The text of one clip decoded as ``request`` asks: translated to English, after a
+        prompt, with segment or word timestamps. A plain request gives what
+        :meth:`transcribe` gives. Raises :class:`RuntimeRefusal` like :meth:`transcribe`, and
+        ``unsupported-option`` for a request this backend cannot decode (the default)."""
+        if request.plain:
+            return self.transcribe(samples, language)
+        raise RuntimeRefusal(
+            "unsupported-option", f"{type(self).__name__} decodes text only, without {request}"
+        )
 
 
 def check_call(

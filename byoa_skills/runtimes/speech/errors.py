@@ -8,6 +8,8 @@ CODES: dict[str, str] = {
     "unsupported-language": "the model cannot transcribe the language asked for, or the "
     "code names no language it knows",
     "bad-samples": "the samples are not a 1-D float32 array of finite values",
+    "unsupported-option": "the backend cannot decode as asked (timestamps, a prompt or a "
+    "translation with the torch backend; a translation with an English-only model)",
 }
 
 

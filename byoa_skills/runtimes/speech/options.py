@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,36 @@ class DecodeOptions:
             raise ValueError(f"encoder_seconds must be in [1, 30], got {self.encoder_seconds}")
         if self.max_new_tokens is not None and not 1 <= self.max_new_tokens <= 440:
             raise ValueError(f"max_new_tokens must be in [1, 440], got {self.max_new_tokens}")
+
+
+#: What a clip's answer carries beyond its text: nothing, segments, or segments and words.
+Timestamps = Literal["none", "segment", "word"]
+
+
+@dataclass(frozen=True)
+class DecodeRequest:
+    """What one call asks of the decoder beyond the engine's :class:`DecodeOptions`: the
+    task (``transcribe``, or ``translate`` to English), a prompt of earlier text, and
+    timestamps. The default, :attr:`plain`, is the sites' path: text only, decoded in a batch.
+    """
+
+    task: Literal["transcribe", "translate"] = "transcribe"
+    prompt: str | None = None
+    timestamps: Timestamps = "none"
+
+    def __post_init__(self) -> None:
+        if self.task not in ("transcribe", "translate"):
+            raise ValueError(f"task must be transcribe or translate, got {self.task!r}")
+        if self.timestamps not in ("none", "segment", "word"):
+            raise ValueError(f"timestamps must be none, segment or word, got {self.timestamps!r}")
+
+    @property
+    def plain(self) -> bool:
+        """Whether this asks for nothing beyond the text (the batched path)."""
+        return self == DecodeRequest()
+
+    def __str__(self) -> str:
+        asked = [f"task {self.task}"] if self.task != "transcribe" else []
+        asked += ["a prompt"] if self.prompt else []
+        asked += [f"{self.timestamps} timestamps"] if self.timestamps != "none" else []
+        return ", ".join(asked) or "plain text"

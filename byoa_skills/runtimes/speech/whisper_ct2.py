@@ -13,9 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from byoa_skills.runtimes.speech.base import SpeechBackend, Transcript, check_call
+from byoa_skills.runtimes.speech.base import (
+    Segment,
+    SpeechBackend,
+    Transcript,
+    Word,
+    check_call,
+)
 from byoa_skills.runtimes.speech.errors import RuntimeRefusal
-from byoa_skills.runtimes.speech.options import DecodeOptions
+from byoa_skills.runtimes.speech.options import DecodeOptions, DecodeRequest
 from byoa_skills.runtimes.speech.vad import load_vad, speech_only
 
 if TYPE_CHECKING:
@@ -219,6 +225,57 @@ class WhisperCT2Backend(SpeechBackend):
             transcripts.append(_transcript(text, language, probability, began))
         return transcripts
 
+    def transcribe_detailed(
+        self, samples: np.ndarray, language: str | None, request: DecodeRequest
+    ) -> Transcript:
+        """One clip decoded as ``request`` asks, with faster-whisper's own ``transcribe`` and
+        the engine's options (timestamp tokens decoded when timestamps are asked for, word
+        timestamps from the cross-attention alignment). Segment and word times are in
+        seconds from the clip's start, non-speech the VAD cut included. A plain request takes
+        the batched path of :meth:`transcribe`, so the sites' clips never pay for this."""
+        if request.plain:
+            return self.transcribe(samples, language)
+        model = self._require_model()
+        check_call(samples, language, self._languages, self.name)
+        if request.task == "translate" and not model.model.is_multilingual:
+            raise RuntimeRefusal(
+                "unsupported-option", f"the model {self.name} is English-only: it cannot translate"
+            )
+        began = time.perf_counter()
+        o = self.options
+        vad = None
+        if o.vad_filter:
+            vad = {"threshold": o.vad_threshold, "min_silence_duration_ms": o.vad_min_silence_ms,
+                   "speech_pad_ms": o.vad_speech_pad_ms}  # fmt: skip
+        pieces, info = model.transcribe(
+            samples,
+            language=language if model.model.is_multilingual else "en",
+            task=request.task,
+            beam_size=o.beam_size,
+            patience=o.patience,
+            temperature=DecodeOptions.TEMPERATURE,
+            compression_ratio_threshold=None,
+            log_prob_threshold=o.log_prob_threshold,
+            no_speech_threshold=o.no_speech_threshold,
+            condition_on_previous_text=o.condition_on_previous_text,
+            initial_prompt=request.prompt or None,
+            without_timestamps=request.timestamps == "none",
+            word_timestamps=request.timestamps == "word",
+            vad_filter=o.vad_filter,
+            vad_parameters=vad,
+            max_new_tokens=o.max_new_tokens,
+        )
+        segments = tuple(_segment(piece) for piece in pieces)
+        detected = language or (info.language if segments else None)
+        probability = 1.0 if language else (info.language_probability if detected else 0.0)
+        return Transcript(
+            text="".join(segment.text for segment in segments).strip(),
+            language=detected,
+            language_probability=float(probability),
+            seconds=time.perf_counter() - began,
+            segments=segments if request.timestamps != "none" else (),
+        )
+
     def encoder_frames(self, content_frames: int) -> int:
         """The mel frames the encoder is given for a batch whose longest window has
         ``content_frames``: the whole 30 s window, or the first ``encoder_seconds`` of it
@@ -241,6 +298,24 @@ class WhisperCT2Backend(SpeechBackend):
         if self._model is None:
             raise RuntimeError("the backend is not loaded: call load() first")
         return self._model
+
+
+def _segment(piece: Any) -> Segment:
+    """Our :class:`Segment` of one of faster-whisper's segments."""
+    words = tuple(
+        Word(round(w.start, 3), round(w.end, 3), w.word, round(float(w.probability), 4))
+        for w in piece.words or ()
+    )
+    return Segment(
+        start=round(piece.start, 3),
+        end=round(piece.end, 3),
+        text=piece.text,
+        tokens=tuple(piece.tokens),
+        avg_logprob=float(piece.avg_logprob),
+        compression_ratio=float(piece.compression_ratio),
+        no_speech_prob=float(piece.no_speech_prob),
+        words=words,
+    )
 
 
 def _transcript(text: str, language: str | None, probability: float, began: float) -> Transcript:

@@ -1,6 +1,7 @@
-// The geography game: the direct link to the visitor's agent wallet, a 3-second clip from
-// the microphone, and the wallet's transcription shown as text. Answers are user input:
-// they are shown with textContent only, and nothing is scored on them.
+// The geography game: the visitor's agent wallet through the extension's window.byoa when it
+// is there, else through the direct link; a 3-second clip from the microphone, and the
+// wallet's transcription shown as text. Answers are user input: they are shown with
+// textContent only, and nothing is scored on them.
 'use strict';
 
 const RECORD_SECONDS = 3;
@@ -19,8 +20,23 @@ const CAPITALS = {
   francúzsko: 'Paríž', nemecko: 'Berlín', rakúsko: 'Viedeň',
 };
 
+// The manifest the page asks window.byoa for (the same as the link carries).
+const MANIFEST = {
+  byoa: '0.1-draft',
+  purpose: {
+    summary: 'Family geography game: recognise country names spoken aloud',
+    limits: { maxClipSeconds: 15, maxCallsPerMinute: 40 },
+  },
+  skills: {
+    'audio.transcribe': { languages: ['en', 'ru', 'sk'], required: true },
+  },
+  privacy: 'personal-voice',
+  expectedCost: { perSession: '0.05 USD' },
+};
+
 const $ = (selector) => document.querySelector(selector);
-let session = null;
+let session = null;                                 // the direct link's session code
+let grant = null;                                   // the extension's grant
 
 // A helper: microphone samples to the WAV the skill takes (from the site guide, verbatim)
 // Float32 samples at 16 kHz (from an AudioWorklet, or resampled with an OfflineAudioContext)
@@ -40,8 +56,27 @@ function wavBase64(samples) {
 
 function setStatus(text) { $('#status').textContent = text; }
 
+// window.byoa first (asked in the click, as the wallet wants), the link when it is missing.
+$('#use-ai').addEventListener('click', async () => {
+  if (!window.byoa) return useLink();
+  $('#use-ai').disabled = true;
+  setStatus('Waiting for your agent wallet…');
+  try {
+    grant = await window.byoa.request(MANIFEST);
+  } catch {
+    grant = null;
+  }
+  $('#use-ai').disabled = false;
+  if (!grant) return walletDidNotConnect();         // declined, blocked, no model, no wallet: alike
+  walletConnected();
+});
+
+window.addEventListener('pagehide', () => { if (grant) window.byoa.release(grant.grantId); });
+
 // Without the extension: a one-time code, the link, then wait for the wallet to come.
-$('#wallet-link').addEventListener('click', async () => {
+$('#wallet-link').addEventListener('click', useLink);
+
+async function useLink() {
   $('#wallet-link').disabled = true;
   try {
     const answer = await fetch('/byoa/code', { method: 'POST' });
@@ -63,9 +98,9 @@ $('#wallet-link').addEventListener('click', async () => {
   } catch {
     walletDidNotConnect();
   }
-});
+}
 
-function walletConnected(code) {
+function walletConnected(code = null) {
   session = code;
   $('#open-wallet').hidden = true;
   setStatus('Your AI is listening for this game.');
@@ -118,8 +153,14 @@ function newContext() {
   try { return new AudioContext({ sampleRate: RATE }); } catch { return new AudioContext(); }
 }
 
-// The clip to the site's server, which has the visitor's wallet transcribe it: text or null.
+// The clip to the visitor's wallet: through window.byoa with a grant, else through the site's
+// server over the direct link. The text, or null.
 async function transcribe(wav64, language) {
+  if (grant) {
+    const r = await window.byoa.call(grant.grantId, 'audio.transcribe',
+      { audio: { mime: 'audio/wav', base64: wav64 } }, { language });
+    return r.ok && typeof r.output.text === 'string' ? r.output.text : null;
+  }
   const bytes = Uint8Array.from(atob(wav64), (ch) => ch.charCodeAt(0));
   const answer = await fetch('/byoa/transcribe?session=' + encodeURIComponent(session)
     + '&language=' + encodeURIComponent(language),

@@ -1,0 +1,170 @@
+"""The reference site turned hostile: an allowed site that attacks the wallet connected to
+it, so that each attack can be replayed against a real engine (``site-demo --hostile KIND``).
+
+- ``never-reads``: sends many calls with a 15 s clip each and never reads an answer;
+- ``floods``: sends many calls at once, far over the hello's ``maxParallelCalls``, and counts
+  the answers (each call must get exactly one);
+- ``nests``: sends a frame nested deeper than any JSON reader takes;
+- ``huge-ids``: sends calls whose ids are a 1 MB string and an object, then an ordinary call
+  (the wallet must ignore the first two and answer the last), then one whose id is NaN
+  (not JSON: the wallet closes the link, 1007);
+- ``lies-in-welcome``: welcomes the wallet with another manifest than the link's.
+
+What the site saw is kept in :class:`AttackReport`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from byoa_skills.protocol.frames import call_frame, encode
+
+KINDS = ("never-reads", "floods", "nests", "huge-ids", "lies-in-welcome")
+#: How many calls ``never-reads`` and ``floods`` send.
+DEFAULT_CALLS = 1000
+#: How long ``never-reads`` holds the socket without reading, at most.
+HOLD_SECONDS = 60.0
+#: What ``lies-in-welcome`` echoes instead of the link's manifest.
+LYING_MANIFEST = "eyJieW9hIjoiMC4xLWRyYWZ0In0"
+
+
+@dataclass
+class AttackReport:
+    """What the hostile site did and saw on one connection."""
+
+    kind: str
+    sent: int = 0
+    #: Result frames by call id (``floods``, ``huge-ids``).
+    results: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    #: How the wallet closed the socket, if it did: ``(code, reason)``.
+    closed_with: tuple[int | None, str] | None = None
+    seconds: float = 0.0
+
+    @property
+    def answered(self) -> int:
+        """Calls with at least one result."""
+        return len(self.results)
+
+    @property
+    def answered_twice(self) -> int:
+        """Calls with more than one result (must be 0)."""
+        return sum(1 for frames in self.results.values() if len(frames) > 1)
+
+
+def silent_clip_base64(seconds: float = 15.0) -> str:
+    """A silent 16 kHz mono 16-bit WAV of ``seconds``, as base64."""
+    data = b"\0\0" * int(seconds * 16000)
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
+    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16)
+    return base64.b64encode(header + fmt + b"data" + struct.pack("<I", len(data)) + data).decode()
+
+
+def audio_call(call_id: Any, clip: str) -> str:
+    """The text of one ``audio.transcribe`` call frame."""
+    skill_input = {"audio": {"mime": "audio/wav", "base64": clip}}
+    return encode(call_frame(call_id, "audio.transcribe", skill_input, {"language": "en"}))
+
+
+async def attack(
+    ws: web.WebSocketResponse,
+    kind: str,
+    gone: Callable[[], bool],
+    *,
+    calls: int = DEFAULT_CALLS,
+    hold: float = HOLD_SECONDS,
+) -> AttackReport:
+    """Run attack ``kind`` on a welcomed wallet's socket; ``gone()`` tells whether the wallet
+    dropped the connection (without reading from it)."""
+    report = AttackReport(kind)
+    began = time.monotonic()
+    try:
+        if kind == "never-reads":
+            await _never_reads(ws, gone, report, calls, hold)
+        elif kind == "floods":
+            frames = [encode(call_frame(i, "audio.transcribe", {}, {})) for i in range(calls)]
+            await _send_all(ws, frames, report)
+            await _read_results(ws, report, until=lambda: report.answered >= calls)
+        elif kind == "nests":
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await ws.send_str('{"type": "call", "id": 1, "input": ' + "[" * 100_000)
+                report.sent += 1
+            await _read_results(ws, report, until=lambda: False)
+        elif kind == "huge-ids":
+            clip = silent_clip_base64(1.0)
+            frames = [
+                audio_call("x" * 1_000_000, clip),
+                audio_call({"an": "object"}, clip),
+                audio_call(2, clip),
+            ]
+            await _send_all(ws, frames, report)
+            await _read_results(ws, report, until=lambda: 2 in report.results)
+            # NaN is not JSON: the wallet closes the link (1007) rather than echo it
+            await _send_all(ws, [audio_call(3, clip).replace('"id": 3', '"id": NaN')], report)
+            await _read_results(ws, report, until=lambda: False, seconds=30)
+        else:
+            raise ValueError(f"no attack {kind!r} here (lies-in-welcome lies in the welcome)")
+    finally:
+        report.seconds = time.monotonic() - began
+    return report
+
+
+async def _send_all(ws: web.WebSocketResponse, frames: list[str], report: AttackReport) -> None:
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        for text in frames:
+            await ws.send_str(text)
+            report.sent += 1
+
+
+async def _never_reads(
+    ws: web.WebSocketResponse,
+    gone: Callable[[], bool],
+    report: AttackReport,
+    calls: int,
+    hold: float,
+) -> None:
+    clip = silent_clip_base64()
+    sending = asyncio.create_task(_send_all(ws, [audio_call(i, clip) for i in range(calls)],
+                                            report))  # fmt: skip
+    deadline = time.monotonic() + hold
+    while time.monotonic() < deadline and not gone():
+        await asyncio.sleep(0.1)
+    sending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sending
+    if gone():
+        report.closed_with = (None, "dropped")
+
+
+async def _read_results(
+    ws: web.WebSocketResponse, report: AttackReport, until: Callable[[], bool],
+    seconds: float = 120.0,
+) -> None:  # fmt: skip
+    deadline = time.monotonic() + seconds
+    while not until() and time.monotonic() < deadline:
+        try:
+            message = await ws.receive(timeout=max(deadline - time.monotonic(), 0.01))
+        except asyncio.TimeoutError:
+            return
+        if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
+                            WSMsgType.ERROR):  # fmt: skip
+            report.closed_with = (ws.close_code, str(message.extra or ""))
+            return
+        if message.type != WSMsgType.TEXT:
+            continue
+        frame = json.loads(message.data)
+        if isinstance(frame, dict) and frame.get("type") == "result":
+            report.results.setdefault(_key(frame.get("id")), []).append(frame)
+
+
+def _key(call_id: Any) -> Any:
+    return call_id if isinstance(call_id, (int, str)) else repr(call_id)

@@ -1,0 +1,208 @@
+"""The site guide's rules for a page's ``window.byoa``: ``request`` (a grant, or null),
+``call`` (``{ok: true, output}`` or ``{ok: false}``) and ``release``.
+
+The origin is the one the browser gave the extension, never one the page wrote. A request
+counts only after a click, unless the visitor lets the wallet decide on its own for the site;
+it is shown on the wallet page's consent with only what the site does not already hold.
+Every "no" (declined, blocked, paused, no click, no fitting model, no answer in 120 s) is the
+same null for the page; its reason goes to the activity log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from typing import Any
+
+from byoa_skills.directlink.client import LINK_GRANT_SECONDS
+from byoa_skills.extension.fit import fitting_skills
+from byoa_skills.store.clock import now_ms, rfc3339
+from byoa_skills.store.database import StoreError
+from byoa_skills.store.sites import normalize_origin
+from byoa_skills.wallet_shim.consent import ALLOW, DECIDE_ON_MY_OWN, ConsentDesk, site_view
+from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
+from byoa_skills.wallet_shim.shim import WalletShim
+
+log = logging.getLogger("byoa_skills.extension")
+
+#: The largest manifest a page may send, as UTF-8 JSON: what a link may carry.
+MAX_MANIFEST_BYTES = 4096
+#: Requests waiting for the visitor at once, across all sites; one more gets null.
+MAX_WAITING = 8
+#: The hosts a plain ``http`` page may ask from (the extension runs there for tests).
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+#: What the page gets for every "no" of a call.
+NO_CALL: dict[str, Any] = {"ok": False}
+
+
+class Refused(Exception):
+    """A request that gets null; ``code`` is the reason kept in the activity log."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class PageRequests:
+    """``request``, ``call`` and ``release`` of pages, through the same sites, consents,
+    grants and limits as every other way in."""
+
+    def __init__(self, shim: WalletShim, consents: ConsentDesk | None) -> None:
+        self.shim = shim
+        #: Where a request is shown to the visitor (the wallet page); None: every one is null.
+        self.consents = consents
+        self._waiting: set[str] = set()
+
+    async def request(
+        self, origin: Any, manifest: Any, user_activation: Any
+    ) -> dict[str, Any] | None:
+        """The grant ``{grantId, skills, expiresAt}`` for a page's ``request``, or None. The
+        reason for a None is kept in the activity log only."""
+        shown = origin[:100] if isinstance(origin, str) else None
+        log.info("event=request origin=%s clicked=%s", shown, user_activation is True)
+        try:
+            origin = page_origin(origin)
+            shown = origin
+            grant = await self._request(origin, manifest, user_activation is True)
+        except Refused as refused:
+            self.shim.record_activity(kind="request", origin=shown, outcome=refused.code)
+            log.info("event=request-refused origin=%s code=%s", shown, refused.code)
+            return None
+        self.shim.record_activity(kind="request", origin=origin, grant=grant["grantId"],
+                                  outcome="ok", skills=grant["skills"])  # fmt: skip
+        return {key: grant[key] for key in ("grantId", "skills", "expiresAt")}
+
+    async def call(
+        self, origin: Any, grant_id: Any, skill: Any, skill_input: Any, params: Any
+    ) -> dict[str, Any]:
+        """``{ok: true, output}`` or ``{ok: false}`` for a page's ``call``; a grant is used
+        only from the origin it was given to."""
+        grant = self._own_grant(origin, grant_id)
+        if grant is None:
+            self.shim.record_activity(kind="call", origin=_origin_or_none(origin),
+                                      skill=_shown(skill), outcome="not-this-origin")  # fmt: skip
+            return NO_CALL
+        result = await self.shim.call(grant.id, skill, skill_input, params)
+        if result.ok and isinstance(result.output, dict):
+            return {"ok": True, "output": result.output}
+        return NO_CALL
+
+    def release(self, origin: Any, grant_id: Any) -> bool:
+        """Release a grant of ``origin`` (its page left, or said so); False when it holds no
+        such live grant."""
+        grant = self._own_grant(origin, grant_id)
+        return grant is not None and self.shim.release_grant(grant.id)
+
+    async def _request(self, origin: str, manifest: Any, clicked: bool) -> dict[str, Any]:
+        if not isinstance(manifest, dict):
+            raise Refused("manifest-invalid")
+        if len(json.dumps(manifest, ensure_ascii=False).encode("utf-8")) > MAX_MANIFEST_BYTES:
+            raise Refused("manifest-too-large")
+        try:
+            state = self.shim.sites.state(origin)
+            entry = await asyncio.to_thread(self.shim.sites.get, origin)
+        except (StoreError, sqlite3.Error, OSError) as error:  # fail closed
+            log.error("event=store-unreadable error=%r", str(error))
+            raise Refused("site-unreadable") from None
+        if state != "active":
+            raise Refused(f"site-{state}")
+        on_my_own = entry is not None and entry.decide_on_my_own
+        if not clicked and not on_my_own:
+            raise Refused("no-click")
+        if not self.shim.engine.ready:
+            raise Refused("engine-not-ready")
+        fit = await fitting_skills(self.shim.engine, manifest)
+        skills = _granted_skills(manifest, fit)
+        held = self.shim.grants.of_origin(origin)
+        if not on_my_own and not _same_manifest_held(held, manifest):
+            decision = await self._ask(origin, manifest, held)
+            if decision == DECIDE_ON_MY_OWN:
+                await asyncio.to_thread(self.shim.sites.set_decide_on_my_own, origin, True)
+            elif decision != ALLOW:
+                raise Refused("declined" if decision == "decline" else decision)
+        try:
+            return self.shim.create_grant(origin, manifest, request_grant(manifest, skills))
+        except GrantRefusal as refusal:
+            raise Refused(refusal.code) from None
+
+    async def _ask(self, origin: str, manifest: dict[str, Any], held: list[Grant]) -> str:
+        """The visitor's answer on the wallet page: one consent per site at a time, at most
+        :data:`MAX_WAITING` in all."""
+        if self.consents is None:
+            raise Refused("no-wallet-page")
+        if origin in self._waiting or len(self._waiting) >= MAX_WAITING:
+            raise Refused("request-waiting")
+        self._waiting.add(origin)
+        try:
+            held_skills = {skill for grant in held for skill in grant.skills}
+            return await self.consents.ask("request", origin,
+                                           site_view(origin, manifest, held_skills))  # fmt: skip
+        finally:
+            self._waiting.discard(origin)
+
+    def _own_grant(self, origin: Any, grant_id: Any) -> Grant | None:
+        grant = self.shim.grants.get(grant_id)
+        if grant is None or grant.origin != _origin_or_none(origin):
+            return None
+        return grant
+
+
+def page_origin(origin: Any) -> str:
+    """The page's origin as the site list names it: ``https``, or ``http`` on localhost or
+    127.0.0.1 (the pages the extension runs on); raises :class:`Refused` otherwise."""
+    try:
+        normalized = normalize_origin(origin)
+    except (ValueError, TypeError):
+        raise Refused("origin-invalid") from None
+    scheme, _, rest = normalized.partition("://")
+    host = rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
+    if scheme != "https" and host not in LOCAL_HOSTS:
+        raise Refused("origin-invalid")
+    return normalized
+
+
+def request_grant(manifest: dict[str, Any], skills: list[str]) -> dict[str, Any]:
+    """The grant an Allow gives a page: the same as a link's (the skills, the expected session
+    cost as the budget, for a day), for the skills this engine can serve."""
+    cost = manifest.get("expectedCost")
+    budget = cost.get("perSession") if isinstance(cost, dict) else None
+    return {
+        "byoa": "0.1-draft",
+        "skills": skills,
+        "budget": {"perSession": budget if isinstance(budget, str) else "0 USD"},
+        "expiresAt": rfc3339(now_ms() + LINK_GRANT_SECONDS * 1000),
+    }
+
+
+def _granted_skills(manifest: dict[str, Any], fit: set[str]) -> list[str]:
+    """The manifest's skills this engine can serve; :class:`Refused` ``no-fitting-model``
+    when a required one is missing or none is left."""
+    skills = manifest.get("skills")
+    if not isinstance(skills, dict) or not skills:
+        raise Refused("manifest-invalid")
+    for name, entry in skills.items():
+        if isinstance(entry, dict) and entry.get("required") is True and name not in fit:
+            raise Refused("no-fitting-model")
+    granted = sorted(name for name in skills if name in fit)
+    if not granted:
+        raise Refused("no-fitting-model")
+    return granted
+
+
+def _same_manifest_held(held: list[Grant], manifest: dict[str, Any]) -> bool:
+    """Whether a live grant of the site (from a link, or another of its pages) was given for
+    this very manifest: then nothing new would be shown, and nothing is asked."""
+    return any(grant.manifest == manifest for grant in held)
+
+
+def _origin_or_none(origin: Any) -> str | None:
+    try:
+        return page_origin(origin)
+    except Refused:
+        return None
+
+
+def _shown(value: Any) -> Any:
+    return value[:100] if isinstance(value, str) else None

@@ -1,0 +1,476 @@
+"""The OpenAI-compatible routes of the local API, for the visitor's own tools:
+``POST /v1/audio/transcriptions``, ``POST /v1/audio/translations`` and ``GET /v1/models``.
+
+They take what the ``openai`` SDK sends (multipart ``file``, ``model``, ``language``,
+``prompt``, ``response_format``, ``temperature``, ``timestamp_granularities[]``, ``stream``)
+and answer as OpenAI does. The engine's token is the API key (the local API's guard checks
+it); every refusal on these paths, the guard's included, is written in OpenAI's shape
+``{"error": {"message", "type", "code"}}`` with the engine's stable code.
+
+Any audio format is decoded to 16 kHz mono, a long recording is cut into pieces of at most
+one window that run on every worker at once behind the sites' clips, and the answer is
+stitched back in order (``byoa_skills.recordings``). These calls need no grant: Activity lists
+each one as the local client's (``kind: "local"``), never with its audio or text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from aiohttp import BodyPartReader, MultipartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from byoa_skills.models import ModelError, require_language
+from byoa_skills.pool.errors import CallFailure
+from byoa_skills.recordings import (
+    DEFAULT_MAX_SECONDS,
+    LongTranscript,
+    Piece,
+    RecordingError,
+    cut,
+    decode_audio,
+    pool_parallel,
+    pool_runner,
+    run_pieces,
+    srt,
+    stitch,
+    vtt,
+)
+from byoa_skills.runtimes.speech.base import Transcript
+from byoa_skills.runtimes.speech.options import DecodeRequest
+from byoa_skills.skills import CallResult, SkillEngine
+from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wav import Clip
+
+log = logging.getLogger("byoa_skills.api")
+
+#: The model name OpenAI's tools send by default; it stands for the engine's speech model.
+WHISPER_ALIAS = "whisper-1"
+#: The largest file taken by default, in bytes (OpenAI's own limit).
+DEFAULT_MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+#: Environment variables that change the limits: megabytes, and minutes of audio.
+UPLOAD_LIMIT_ENV = "BYOA_SKILLS_MAX_UPLOAD_MB"
+DURATION_LIMIT_ENV = "BYOA_SKILLS_MAX_RECORDING_MINUTES"
+RESPONSE_FORMATS = ("json", "text", "verbose_json", "srt", "vtt")
+#: The most bytes a form field other than ``file`` may have.
+MAX_FIELD_BYTES = 64 * 1024
+#: How long one text source may take to list its models for ``GET /v1/models``, in seconds.
+MODEL_LIST_SECONDS = 2.0
+
+#: HTTP status of each refusal code these routes give (any other code: 400).
+STATUS: dict[str, int] = {
+    "unauthorized": 401,
+    "forbidden-host": 403,
+    "forbidden-origin": 403,
+    "unknown-model": 404,
+    "not-found": 404,
+    "method-not-allowed": 405,
+    "file-too-large": 413,
+    "audio-too-long": 413,
+    "queue-full": 503,
+    "not-ready": 503,
+    "shutting-down": 503,
+    "skill-unavailable": 503,
+    "deadline-exceeded": 504,
+    "worker-crashed": 500,
+    "transcribe-failed": 500,
+}
+_PATHS = ("/v1/audio/", "/v1/models")
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """The largest file (bytes) and the longest recording (seconds) these routes take."""
+
+    max_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    max_seconds: float = DEFAULT_MAX_SECONDS
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> UploadLimits:
+        """The limits :data:`UPLOAD_LIMIT_ENV` and :data:`DURATION_LIMIT_ENV` set, else the
+        defaults. Raises ``ValueError`` naming the variable for a value that is not a
+        positive number."""
+        env = dict(os.environ if env is None else env)
+        limits = cls()
+        megabytes = _positive(env, UPLOAD_LIMIT_ENV)
+        minutes = _positive(env, DURATION_LIMIT_ENV)
+        return cls(
+            max_bytes=int(megabytes * 1024 * 1024) if megabytes else limits.max_bytes,
+            max_seconds=minutes * 60 if minutes else limits.max_seconds,
+        )
+
+
+ENGINE = web.AppKey("openai_engine", SkillEngine)
+SHIM = web.AppKey("openai_shim", WalletShim)
+LIMITS = web.AppKey("openai_limits", UploadLimits)
+
+
+def add_openai_routes(
+    app: web.Application,
+    engine: SkillEngine,
+    shim: WalletShim,
+    limits: UploadLimits | None = None,
+) -> None:
+    """Add the OpenAI-compatible routes to the local API ``app`` (limits from the
+    environment when not given), and write every refusal on their paths in OpenAI's shape."""
+    app[ENGINE] = engine
+    app[SHIM] = shim
+    app[LIMITS] = limits or UploadLimits.from_env()
+    app.router.add_post("/v1/audio/transcriptions", _transcriptions)
+    app.router.add_post("/v1/audio/translations", _translations)
+    app.router.add_get("/v1/models", _models)
+    app.on_response_prepare.append(_in_openai_shape)
+
+
+class Refused(Exception):
+    """A request these routes refuse: a stable code and a one-line message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def error_body(code: str, message: str, status: int) -> dict[str, Any]:
+    """OpenAI's error object for one of our refusals."""
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    if status == 401:
+        kind = "authentication_error"
+    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
+
+
+def refused(code: str, message: str) -> web.Response:
+    """The refusal ``code`` in OpenAI's shape, with its HTTP status."""
+    status = STATUS.get(code, 400)
+    return web.json_response(error_body(code, message, status), status=status)
+
+
+# -- the form ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AudioForm:
+    """What one request asks, checked."""
+
+    data: bytes
+    model: str
+    language: str | None
+    prompt: str | None
+    response_format: str
+    granularities: frozenset[str]
+    stream: bool
+
+    def request(self, task: str) -> DecodeRequest:
+        """What the decoder is asked beyond the text."""
+        timestamps = "none"
+        if self.response_format in ("verbose_json", "srt", "vtt"):
+            timestamps = "word" if "word" in self.granularities else "segment"
+        return DecodeRequest(task=task, prompt=self.prompt, timestamps=timestamps)  # type: ignore[arg-type]
+
+
+async def read_form(request: web.Request, limits: UploadLimits, speech_model: str) -> AudioForm:
+    """The multipart form the SDK sends, checked; :class:`Refused` for anything wrong."""
+    if not request.content_type.startswith("multipart/"):
+        raise Refused("bad-request", "send the audio as multipart/form-data, as the SDK does")
+    if (request.content_length or 0) > limits.max_bytes + MAX_FIELD_BYTES * 16:
+        raise _too_large(limits)
+    try:
+        return await _read_fields(await request.multipart(), limits, speech_model)
+    except (HttpProcessingError, ValueError, AssertionError) as error:
+        raise Refused("bad-request", f"the form cannot be read: {str(error)[:80]}") from None
+
+
+async def _read_fields(
+    reader: MultipartReader, limits: UploadLimits, speech_model: str
+) -> AudioForm:
+    fields: dict[str, list[str]] = {}
+    data: bytes | None = None
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader):
+            raise Refused("bad-request", "nested multipart bodies are not taken")
+        if part.name == "file":
+            data = await _read_part(part, limits.max_bytes, _too_large(limits))
+        else:
+            too_long = Refused("bad-request", f"the field {str(part.name)[:40]!r} is too long")
+            raw = await _read_part(part, MAX_FIELD_BYTES, too_long)
+            fields.setdefault(str(part.name), []).append(raw.decode("utf-8", "replace"))
+    if data is None:
+        raise Refused("missing-file", "the form has no 'file' field")
+    return _checked(fields, data, speech_model)
+
+
+def _checked(fields: dict[str, list[str]], data: bytes, speech_model: str) -> AudioForm:
+    def one(name: str) -> str | None:
+        values = fields.get(name)
+        return values[-1].strip() if values else None
+
+    model = one("model")
+    if not model:
+        raise Refused("bad-params", "name a model: whisper-1 or " + speech_model)
+    if model not in (WHISPER_ALIAS, speech_model):
+        raise Refused("unknown-model", f"no model {model[:60]!r} here; GET /v1/models lists them")
+    response_format = one("response_format") or "json"
+    if response_format not in RESPONSE_FORMATS:
+        raise Refused("bad-params", f"response_format must be one of {', '.join(RESPONSE_FORMATS)}")
+    temperature = one("temperature")
+    if temperature is not None and not _fraction(temperature):
+        raise Refused("bad-params", "temperature must be a number from 0 to 1")
+    granularities = frozenset(
+        fields.get("timestamp_granularities[]", []) + fields.get("timestamp_granularities", [])
+    )
+    if not granularities <= {"segment", "word"}:
+        raise Refused("bad-params", "timestamp_granularities[] takes segment and word")
+    if granularities and response_format != "verbose_json":
+        raise Refused("bad-params", "timestamp_granularities[] needs response_format verbose_json")
+    stream = (one("stream") or "false").lower()
+    if stream not in ("true", "false"):
+        raise Refused("bad-params", "stream must be true or false")
+    if stream == "true" and response_format not in ("json", "text"):
+        raise Refused("bad-params", "stream takes response_format json or text")
+    language = one("language") or None
+    if language is not None:
+        try:
+            require_language(speech_model, language)
+        except ModelError as error:
+            raise Refused(error.code, error.message) from None
+    return AudioForm(data, model, language, one("prompt") or None, response_format,
+                     granularities, stream == "true")  # fmt: skip
+
+
+async def _read_part(part: BodyPartReader, limit: int, over: Refused) -> bytes:
+    chunks, size = [], 0
+    while chunk := await part.read_chunk(256 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise over
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limits: UploadLimits) -> Refused:
+    return Refused("file-too-large", f"the file is over {limits.max_bytes / 2**20:g} MB")
+
+
+# -- the routes -------------------------------------------------------------------------
+
+
+async def _transcriptions(request: web.Request) -> web.StreamResponse:
+    return await _audio(request, "transcribe")
+
+
+async def _translations(request: web.Request) -> web.StreamResponse:
+    return await _audio(request, "translate")
+
+
+async def _audio(request: web.Request, task: str) -> web.StreamResponse:
+    """One file: checked, decoded, cut, run on the pool, answered in the format asked."""
+    engine, began = request.app[ENGINE], time.monotonic()
+    skill = "audio.translate" if task == "translate" else "audio.transcribe"
+    seconds: float | None = None
+    pool = engine.pool
+    try:
+        if pool is None:
+            raise Refused("skill-unavailable", "no speech model runs here")
+        form = await read_form(request, request.app[LIMITS], pool.config.model_name)
+        if not pool.ready:
+            raise Refused("not-ready", "the speech workers are still loading")
+        recording = await asyncio.to_thread(
+            decode_audio, form.data, request.app[LIMITS].max_seconds
+        )
+        seconds = recording.seconds
+        pieces = await asyncio.to_thread(cut, recording.to_float32())
+        decode = form.request(task)
+        run_piece = pool_runner(pool, Clip(recording.samples), decode)
+        parallel = pool_parallel(pool)
+        if form.stream:
+            response, outcome = await _stream(request, pieces, run_piece, form, parallel, seconds)
+            _record(request, skill, outcome, seconds, began, pieces=len(pieces))
+            return response
+        else:
+            answers = await run_pieces(pieces, run_piece, form.language, parallel)
+            heard = stitch(pieces, answers, seconds, form.language)
+            response = _answer(heard, form.response_format, task)
+    except Refused as refusal:
+        _record(request, skill, refusal.code, seconds, began)
+        return refused(refusal.code, refusal.message)
+    except (RecordingError, CallFailure) as failure:
+        _record(request, skill, failure.code, seconds, began)
+        return refused(failure.code, failure.message)
+    _record(request, skill, "ok", seconds, began, pieces=len(pieces))
+    return response
+
+
+async def _stream(
+    request: web.Request, pieces: list[Piece], run_piece: Any, form: AudioForm, parallel: int,
+    seconds: float,
+) -> tuple[web.StreamResponse, str]:  # fmt: skip
+    """Server-sent events: a ``transcript.text.delta`` per piece as soon as the pieces before
+    it are done, then ``transcript.text.done`` with the whole text; and the outcome. A failure
+    once the events have begun is the last event, an ``error`` in OpenAI's shape."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})  # fmt: skip
+    await response.prepare(request)
+    said: list[str] = []
+
+    async def send(event: dict[str, Any]) -> None:
+        await response.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+
+    async def on_answer(piece: Piece, answer: Transcript) -> None:
+        if answer.text.strip():
+            delta = (" " if said else "") + answer.text.strip()
+            said.append(answer.text.strip())
+            await send({"type": "transcript.text.delta", "delta": delta})
+
+    try:
+        await run_pieces(pieces, run_piece, form.language, parallel, on_answer)
+    except CallFailure as failure:  # the status is sent: the refusal is the last event
+        status = STATUS.get(failure.code, 500)
+        await send({"type": "error", **error_body(failure.code, failure.message, status)})
+        await response.write_eof()
+        return response, failure.code
+    await send({"type": "transcript.text.done", "text": " ".join(said),
+                "usage": {"type": "duration", "seconds": round(seconds, 3)}})  # fmt: skip
+    await response.write_eof()
+    return response, "ok"
+
+
+def _answer(heard: LongTranscript, response_format: str, task: str) -> web.Response:
+    if response_format == "text":
+        return web.Response(text=heard.text + "\n", content_type="text/plain")
+    if response_format == "srt":
+        return web.Response(text=srt(heard.segments), content_type="text/plain")
+    if response_format == "vtt":
+        return web.Response(text=vtt(heard.segments), content_type="text/vtt")
+    usage = {"type": "duration", "seconds": round(heard.duration, 3)}
+    if response_format == "json":
+        return web.json_response({"text": heard.text, "usage": usage})
+    return web.json_response(verbose_json(heard, task) | {"usage": usage})
+
+
+def verbose_json(heard: LongTranscript, task: str) -> dict[str, Any]:
+    """The ``verbose_json`` body: the text, the language code, the duration, the segments
+    and, when word timestamps were decoded, every word on the recording's timeline."""
+    segments = [
+        {
+            "id": number,
+            "seek": round(s.start * 100),
+            "start": s.start,
+            "end": s.end,
+            "text": s.text,
+            "tokens": list(s.tokens),
+            "temperature": 0.0,
+            "avg_logprob": s.avg_logprob,
+            "compression_ratio": s.compression_ratio,
+            "no_speech_prob": s.no_speech_prob,
+        }
+        for number, s in enumerate(heard.segments)
+    ]
+    body: dict[str, Any] = {
+        "task": task,
+        "language": heard.language or "",
+        "duration": round(heard.duration, 3),
+        "text": heard.text,
+        "segments": segments,
+    }
+    words = [w for s in heard.segments for w in s.words]
+    if words:
+        body["words"] = [{"word": w.word.strip(), "start": w.start, "end": w.end} for w in words]
+    return body
+
+
+async def _models(request: web.Request) -> web.Response:
+    """The speech model (under its name and ``whisper-1``), then each text source's models
+    as ``SOURCE/MODEL``, the name a grant's model codes give them; a source that does not
+    answer within :data:`MODEL_LIST_SECONDS` is left out."""
+    engine = request.app[ENGINE]
+    ids: list[tuple[str, str]] = []
+    if engine.pool is not None:
+        ids += [(WHISPER_ALIAS, "byoa-skills"), (engine.pool.config.model_name, "byoa-skills")]
+    if engine.text is not None:
+        ids += await _text_models(engine)
+    data = [{"id": i, "object": "model", "created": 0, "owned_by": owner} for i, owner in ids]
+    return web.json_response({"object": "list", "data": data})
+
+
+async def _text_models(engine: SkillEngine) -> list[tuple[str, str]]:
+    text = engine.text
+    assert text is not None
+    try:
+        sources = list(text.config().sources.values())
+    except Exception:  # a damaged sources file lists no text models
+        return []
+
+    async def listed(source: Any) -> list[tuple[str, str]]:
+        try:
+            models = await asyncio.wait_for(text.list_models(source), MODEL_LIST_SECONDS)
+        except Exception:  # a source that is down is left out
+            return []
+        return [(f"{source.name}/{model.id}", source.name) for model in models]
+
+    found = await asyncio.gather(*(listed(source) for source in sources))
+    return [entry for entries in found for entry in entries]
+
+
+# -- what every answer shares -----------------------------------------------------------
+
+
+def _record(
+    request: web.Request, skill: str, outcome: str, seconds: float | None, began: float,
+    pieces: int | None = None,
+) -> None:  # fmt: skip
+    """One activity entry (the local client's, no content) and the call counted in the
+    metrics."""
+    latency = time.monotonic() - began
+    shim = request.app[SHIM]
+    shim.record_activity(
+        kind="local", client="openai-api", skill=skill, outcome=outcome,
+        clipSeconds=None if seconds is None else round(seconds, 3),
+        pieces=pieces, latencyMs=round(latency * 1000),
+    )  # fmt: skip
+    result = CallResult(ok=True) if outcome == "ok" else CallResult.refused(outcome, "")
+    measured = {} if seconds is None else {"clipSeconds": round(seconds, 3)}
+    request.app[ENGINE].report("audio.transcribe", replace(result, measured=measured), latency)
+
+
+async def _in_openai_shape(request: web.Request, response: web.StreamResponse) -> None:
+    """Rewrite a refusal the rest of the local API wrote (``{"ok": false, "code",
+    "message"}``, the guard's for a wrong key) in OpenAI's shape, on these routes' paths."""
+    if not request.path.startswith(_PATHS) or response.status < 400:
+        return
+    if not isinstance(response, web.Response) or response.content_type != "application/json":
+        return
+    try:
+        body = json.loads(response.body or b"")  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return
+    if isinstance(body, dict) and body.get("ok") is False and "code" in body:
+        shaped = error_body(str(body["code"]), str(body.get("message", "")), response.status)
+        data = json.dumps(shaped).encode()
+        response.body = data
+        response.headers["Content-Length"] = str(len(data))  # the headers are made already
+
+
+def _positive(env: dict[str, str], name: str) -> float | None:
+    value = env.get(name)
+    if value is None or not value.strip():
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        raise ValueError(f"{name} must be a number above 0, got {value!r}")
+    return number
+
+
+def _fraction(text: str) -> bool:
+    try:
+        return 0.0 <= float(text) <= 1.0
+    except ValueError:
+        return False

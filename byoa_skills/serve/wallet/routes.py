@@ -1,0 +1,331 @@
+"""The wallet page's routes on the local API.
+
+- ``POST /v1/wallet/tickets`` (the API token): a one-time ticket and the page's URL with it.
+- ``GET /wallet/`` and its files: the page (plain HTML, CSS, JavaScript; no data in them).
+- ``POST /wallet/api/session``: a ticket traded for the session cookie.
+- ``/wallet/api/...``: consents, sites, grants, activity, engine, pairings (the cookie).
+- ``GET /wallet/api/live``: a WebSocket that tells the page of consents and activity as they
+  come.
+
+Every ``/wallet`` route takes only the page's own origin: a request whose ``Origin`` is not
+``http://HOST`` of the request (itself a loopback name), or whose ``Sec-Fetch-Site`` is not
+``same-origin``, is refused; a change (any ``POST``) and the WebSocket must carry that
+``Origin``. Every answer forbids framing, sniffing, caching and referrers, and its CSP allows
+only the page's own files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from importlib import resources
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from byoa_skills.byoag.connector import revoke
+from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
+from byoa_skills.protocol.frames import FrameError, encode, read_json_object
+from byoa_skills.serve.wallet.opener import open_page
+from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_header
+from byoa_skills.serve.wallet.views import engine_view, pairings_view, sites_view
+from byoa_skills.skills import SkillEngine
+from byoa_skills.store.database import StoreError
+from byoa_skills.store.sites import normalize_origin
+from byoa_skills.wallet_shim.consent import Consent, ConsentDesk
+from byoa_skills.wallet_shim.shim import WalletShim
+
+log = logging.getLogger("byoa_skills.wallet")
+
+PAGE_PREFIX = "/wallet"
+API_PREFIX = "/wallet/api/"
+#: The page's files, by the name in its URL.
+FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
+         "style.css": ("style.css", "text/css")}  # fmt: skip
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'; "
+        "object-src 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+SITE_ACTIONS = ("pause", "resume", "block", "forget", "decide-on-my-own")
+ACTIVITY_PAGE = 100
+
+
+class WalletPage:
+    """What the page's routes work with, and the pages connected now."""
+
+    def __init__(
+        self,
+        engine: SkillEngine,
+        shim: WalletShim,
+        intake: LinkIntake,
+        consents: ConsentDesk,
+        *,
+        registrations: RegistrationStore | None = None,
+    ) -> None:
+        self.engine = engine
+        self.shim = shim
+        self.intake = intake
+        self.consents = consents
+        self.registrations = registrations or RegistrationStore()
+        self.sessions = WalletSessions()
+        #: The engine's own base URL (``http://127.0.0.1:8787``), once it is bound.
+        self.base_url: str | None = None
+        self.pages: set[web.WebSocketResponse] = set()
+        consents.listen(self._on_consent)
+        shim.watch_activity(self._on_activity)
+
+    def page_url(self, base_url: str) -> str:
+        """The page's URL on ``base_url`` with a fresh one-time ticket in its fragment."""
+        return f"{base_url}{PAGE_PREFIX}/#ticket={self.sessions.new_ticket()}"
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """Send ``event`` to every connected page (a page that cannot take it is dropped)."""
+        text = encode(event)
+        for ws in list(self.pages):
+            if ws.closed:
+                self.pages.discard(ws)
+                continue
+            task = asyncio.ensure_future(ws.send_str(text))
+            task.add_done_callback(_quiet)
+
+    def _on_consent(self, event: str, consent: Consent) -> None:
+        self.publish({"type": event, "consent": consent.to_json()})
+        if event == "consent" and not self.pages and self.base_url:
+            open_page(self.page_url(self.base_url))
+
+    def _on_activity(self, entry: dict[str, Any]) -> None:
+        if self.pages:
+            self.publish({"type": "activity", "entry": entry})
+
+
+PAGE_KEY = web.AppKey("wallet_page", WalletPage)
+
+
+def add_routes(app: web.Application, page: WalletPage) -> None:
+    """Add the page's routes and its response headers to the local API's application."""
+    app[PAGE_KEY] = page
+    app.on_response_prepare.append(_security_headers)
+    router = app.router
+    router.add_post("/v1/wallet/tickets", _new_ticket)
+    router.add_get(PAGE_PREFIX, _to_page)
+    router.add_get(PAGE_PREFIX + "/{name:(|app\\.js|style\\.css)}", _file)
+    router.add_post(API_PREFIX + "session", _session)
+    router.add_post(API_PREFIX + "logout", _logout)
+    router.add_get(API_PREFIX + "consents", _consents)
+    router.add_post(API_PREFIX + "consents/{consent_id}", _answer)
+    router.add_get(API_PREFIX + "sites", _sites)
+    router.add_post(API_PREFIX + "sites", _change_site)
+    router.add_post(API_PREFIX + "grants/{grant_id}/release", _release)
+    router.add_get(API_PREFIX + "activity", _activity)
+    router.add_get(API_PREFIX + "engine", _engine)
+    router.add_get(API_PREFIX + "pairings", _pairings)
+    router.add_post(API_PREFIX + "pairings/{platform}/revoke", _revoke)
+    router.add_get(API_PREFIX + "live", _live)
+
+
+def is_page_path(path: str) -> bool:
+    """Whether ``path`` is one of the page's (cookie and origin rules, not the token)."""
+    return path == PAGE_PREFIX or path.startswith(PAGE_PREFIX + "/")
+
+
+def page_refusal(request: web.Request) -> tuple[int, str, str] | None:
+    """Why a request to the page's routes is refused, as ``(status, code, message)``; None
+    when it may go on. The host is already known to be a loopback name."""
+    own = f"http://{request.host}"
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != own:
+        return 403, "forbidden-origin", "only the wallet page itself is served"
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    api = request.path.startswith(API_PREFIX)
+    allowed_sites = ("same-origin",) if api else ("same-origin", "none")
+    if fetch_site is not None and fetch_site not in allowed_sites:
+        return 403, "forbidden-origin", "only the wallet page itself is served"
+    if not api:
+        return None
+    changes = request.method != "GET" or request.headers.get("Upgrade", "").lower() == "websocket"
+    if changes and origin is None:
+        return 403, "forbidden-origin", "a change must come from the wallet page"
+    if request.path != API_PREFIX + "session":
+        page = request.app[PAGE_KEY]
+        if not page.sessions.valid(request.cookies.get(COOKIE)):
+            return 401, "no-session", "open the wallet page with `byoa-skills wallet`"
+    return None
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    if is_page_path(request.path):
+        response.headers.update(SECURITY_HEADERS)
+
+
+def _refuse(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"ok": False, "code": code, "message": message}, status=status)
+
+
+async def _body(request: web.Request) -> dict[str, Any] | web.Response:
+    try:
+        return read_json_object((await request.read()).decode("utf-8"), "body")
+    except UnicodeDecodeError:
+        return _refuse(400, "not-json", "the body is not JSON")
+    except FrameError as refused:
+        return _refuse(400, refused.code, refused.message)
+
+
+async def _new_ticket(request: web.Request) -> web.Response:
+    page = request.app[PAGE_KEY]
+    return web.json_response({"ok": True, "url": page.page_url(f"http://{request.host}")})
+
+
+async def _to_page(request: web.Request) -> web.Response:
+    raise web.HTTPFound(PAGE_PREFIX + "/")
+
+
+async def _file(request: web.Request) -> web.Response:
+    name, content_type = FILES[request.match_info["name"]]
+    body = resources.files(__package__).joinpath("static", name).read_bytes()
+    return web.Response(body=body, content_type=content_type, charset="utf-8")
+
+
+async def _session(request: web.Request) -> web.Response:
+    body = await _body(request)
+    if isinstance(body, web.Response):
+        return body
+    session = request.app[PAGE_KEY].sessions.trade(body.get("ticket"))
+    if session is None:
+        return _refuse(403, "bad-ticket", "this ticket is unknown, used or expired")
+    response = web.json_response({"ok": True})
+    response.headers["Set-Cookie"] = cookie_header(session)
+    return response
+
+
+async def _logout(request: web.Request) -> web.Response:
+    request.app[PAGE_KEY].sessions.end(request.cookies.get(COOKIE))
+    response = web.json_response({"ok": True})
+    response.headers["Set-Cookie"] = f"{COOKIE}=; Path={PAGE_PREFIX}; Max-Age=0"
+    return response
+
+
+async def _consents(request: web.Request) -> web.Response:
+    waiting = request.app[PAGE_KEY].consents.waiting()
+    return web.json_response({"ok": True, "consents": [c.to_json() for c in waiting]})
+
+
+async def _answer(request: web.Request) -> web.Response:
+    body = await _body(request)
+    if isinstance(body, web.Response):
+        return body
+    desk = request.app[PAGE_KEY].consents
+    if not desk.answer(request.match_info["consent_id"], body.get("decision")):
+        return _refuse(404, "no-such-consent", "this consent was answered or has timed out")
+    return web.json_response({"ok": True})
+
+
+async def _sites(request: web.Request) -> web.Response:
+    try:
+        sites = sites_view(request.app[PAGE_KEY].shim)
+    except StoreError as error:
+        return _refuse(503, "site-unreadable", str(error)[:200])
+    return web.json_response({"ok": True, "sites": sites})
+
+
+async def _change_site(request: web.Request) -> web.Response:
+    body = await _body(request)
+    if isinstance(body, web.Response):
+        return body
+    action, origin = body.get("action"), body.get("origin")
+    if action not in SITE_ACTIONS or not isinstance(origin, str):
+        return _refuse(400, "bad-request", f"action must be one of {', '.join(SITE_ACTIONS)}")
+    page = request.app[PAGE_KEY]
+    sites = page.shim.sites
+    try:
+        if action == "decide-on-my-own":
+            changed = await asyncio.to_thread(sites.set_decide_on_my_own, origin,
+                                              body.get("on") is True)  # fmt: skip
+        else:
+            changed = await asyncio.to_thread(getattr(sites, action), origin)
+    except ValueError as error:
+        return _refuse(400, "origin-invalid", str(error)[:200])
+    except StoreError as error:
+        return _refuse(503, "site-unreadable", str(error)[:200])
+    if action == "forget":  # its kept grants went with it
+        for grant in page.shim.grants.of_origin(normalize_origin(origin)):
+            page.shim.release_grant(grant.id)
+    page.publish({"type": "sites-changed"})
+    return web.json_response({"ok": True, "changed": changed})
+
+
+async def _release(request: web.Request) -> web.Response:
+    page = request.app[PAGE_KEY]
+    if not page.shim.release_grant(request.match_info["grant_id"]):
+        return _refuse(404, "unknown-grant", "no live grant has this id")
+    page.publish({"type": "sites-changed"})
+    return web.json_response({"ok": True})
+
+
+async def _activity(request: web.Request) -> web.Response:
+    query = request.query
+    filters: dict[str, Any] = {
+        key: query[key] for key in ("origin", "skill", "decision", "code") if query.get(key)
+    }
+    try:
+        if query.get("before"):
+            filters["before"] = int(query["before"])
+        limit = min(int(query.get("limit", ACTIVITY_PAGE)), 500)
+        if limit < 1:
+            raise ValueError("limit must be 1 or more")
+        log_ = request.app[PAGE_KEY].shim.activity
+        entries = await asyncio.to_thread(log_.query, limit=limit, **filters)
+    except ValueError as error:
+        return _refuse(400, "bad-request", str(error)[:200])
+    except StoreError as error:
+        return _refuse(503, "site-unreadable", str(error)[:200])
+    return web.json_response({"ok": True, "entries": entries})
+
+
+async def _engine(request: web.Request) -> web.Response:
+    view = await engine_view(request.app[PAGE_KEY].engine)
+    return web.json_response({"ok": True, **view})
+
+
+async def _pairings(request: web.Request) -> web.Response:
+    store = request.app[PAGE_KEY].registrations
+    return web.json_response({"ok": True, "pairings": pairings_view(store)})
+
+
+async def _revoke(request: web.Request) -> web.Response:
+    store = request.app[PAGE_KEY].registrations
+    told = await revoke(request.match_info["platform"], store=store, dev_local=dev_local_enabled())
+    if told is None:
+        return _refuse(404, "not-paired", "no pairing with this platform")
+    return web.json_response({"ok": True, "platformTold": bool(told)})
+
+
+async def _live(request: web.Request) -> web.WebSocketResponse:
+    page = request.app[PAGE_KEY]
+    ws = web.WebSocketResponse(heartbeat=30, max_msg_size=4096)
+    await ws.prepare(request)
+    page.pages.add(ws)
+    try:
+        waiting = [consent.to_json() for consent in page.consents.waiting()]
+        await ws.send_str(encode({"type": "hello", "consents": waiting}))
+        async for message in ws:
+            if message.type == WSMsgType.ERROR:
+                break  # the page sends nothing the engine needs
+    finally:
+        page.pages.discard(ws)
+    return ws
+
+
+def _quiet(task: asyncio.Future[Any]) -> None:
+    with contextlib.suppress(asyncio.CancelledError, ConnectionError, RuntimeError):
+        task.exception()

@@ -1,0 +1,88 @@
+"""What the wallet page shows, as JSON: the sites with their grants and use, the engine, the
+BYOAg pairings. Plain data shaped from the shim, the pool and the stores; no decision here."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.runtimes.text import TextFailure
+from byoa_skills.runtimes.text.discovery import probe_all
+from byoa_skills.skills import SkillEngine
+from byoa_skills.wallet_shim.consent import origin_view
+from byoa_skills.wallet_shim.grants import Grant
+from byoa_skills.wallet_shim.shim import WalletShim
+
+#: How long a text source may take to say it is up, in seconds.
+SOURCE_PROBE_SECONDS = 1.5
+
+
+def sites_view(shim: WalletShim) -> list[dict[str, Any]]:
+    """Every site the list holds (and any with a live grant), with its grants, the limits in
+    force and their use."""
+    grants: dict[str, list[Grant]] = {}
+    for grant in shim.grants.all():
+        grants.setdefault(grant.origin, []).append(grant)
+    entries = {entry.origin: entry.to_json() for entry in shim.sites.list()}
+    for origin in grants:
+        entries.setdefault(origin, {"origin": origin, "state": "active", "decideOnMyOwn": False})
+    return [
+        {**entry, **origin_view(origin),
+         "grants": [grant_view(g) for g in sorted(grants.get(origin, []), key=_by_age)]}
+        for origin, entry in sorted(entries.items())
+    ]  # fmt: skip
+
+
+def grant_view(grant: Grant) -> dict[str, Any]:
+    """One grant: what it allows, until when, the limits in force, and its use."""
+    return {
+        **grant.summary(),
+        "budget": grant.reference.get("budget", {}).get("perSession"),
+        "record": grant.record(),
+    }
+
+
+async def engine_view(engine: SkillEngine) -> dict[str, Any]:
+    """The speech model and its workers, the text sources (up or down), memory."""
+    pool = engine.pool
+    speech: dict[str, Any] = {"running": pool is not None}
+    if pool is not None:
+        config = pool.config
+        speech.update(
+            model=config.model_name, device=str(config.device), backend=str(config.backend),
+            ready=pool.ready, queued=pool.queue_depth, busy=pool.busy_workers,
+            restarts=pool.restarts,
+            workers=[{"pid": pid, "rssMib": _rss_mib(pid)} for pid in pool.worker_pids()],
+        )  # fmt: skip
+    sources: list[dict[str, Any]] = []
+    if engine.text is not None:
+        try:
+            configured = list(engine.text.config().sources.values())
+        except TextFailure as failure:
+            sources.append({"name": "-", "up": False, "problem": failure.message})
+            configured = []
+        for probe in await probe_all(engine.text, configured, SOURCE_PROBE_SECONDS):
+            sources.append({
+                "name": probe.source.name, "kind": probe.source.kind, "up": probe.answers,
+                "models": len(probe.models), "problem": probe.problem,
+            })  # fmt: skip
+    return {"speech": speech, "textSources": sources, "frontRssMib": _rss_mib(os.getpid())}
+
+
+def pairings_view(store: RegistrationStore) -> list[dict[str, Any]]:
+    """The BYOAg platforms this wallet is paired with (never a credential)."""
+    return [registration.shown() for registration in store.list()]
+
+
+def _by_age(grant: Grant) -> int:
+    return grant.created_ms
+
+
+def _rss_mib(pid: int) -> float | None:
+    """A process's resident memory in MiB, where ``/proc`` tells it."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return round(int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return None

@@ -1,0 +1,197 @@
+"""The consents waiting for the visitor, one desk for every way in: a link handed over by
+``connect``, a ``request`` from the browser extension, and the gate's ``ask`` for a call in
+flight. Each is shown on the wallet page; no answer within the timeout (120 s) is a decline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from byoa_skills.store.clock import now_ms
+from byoa_skills.wallet_shim.grants import Grant
+
+log = logging.getLogger("byoa_skills.consent")
+
+#: How long a consent waits for an answer, in seconds.
+CONSENT_SECONDS = 120.0
+#: The environment variable that shortens (or lengthens) the wait, e.g. for tests.
+CONSENT_SECONDS_ENV = "BYOA_WALLET_CONSENT_SECONDS"
+ALLOW, DECLINE, DECIDE_ON_MY_OWN = "allow", "decline", "decide-on-my-own"
+#: The answers a visitor can give.
+ANSWERS = (ALLOW, DECLINE, DECIDE_ON_MY_OWN)
+#: What a consent that got no answer counts as.
+NO_ANSWER = "no-answer"
+
+
+@dataclass
+class Consent:
+    """One question to the visitor: what to show (``view``), and the answer it waits for."""
+
+    id: str
+    #: ``link``, ``request`` or ``call``.
+    kind: str
+    origin: str
+    view: dict[str, Any]
+    created_ms: int
+    expires_ms: int
+    answer: asyncio.Future[str] = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The consent as the page reads it."""
+        return {
+            "id": self.id, "kind": self.kind, "origin": self.origin, "view": self.view,
+            "createdMs": self.created_ms, "expiresMs": self.expires_ms,
+        }  # fmt: skip
+
+
+#: ``listener(event, consent)`` hears ``consent`` (a new one) and ``consent-closed``.
+Listener = Callable[[str, Consent], None]
+
+
+class ConsentDesk:
+    """The consents waiting for an answer, and whoever listens for them (the page's feed)."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds if seconds is not None else consent_seconds()
+        self._waiting: dict[str, Consent] = {}
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` of every consent opened and closed from now on."""
+        self._listeners.append(listener)
+
+    def waiting(self) -> list[Consent]:
+        """The consents waiting now, oldest first."""
+        return list(self._waiting.values())
+
+    async def ask(self, kind: str, origin: str, view: dict[str, Any]) -> str:
+        """Show a consent and wait for the visitor: ``allow``, ``decline`` or
+        ``decide-on-my-own``; ``no-answer`` (a decline) after :attr:`seconds`. A consent whose
+        asker goes away (the call was cancelled) closes unanswered."""
+        created = now_ms()
+        consent = Consent(
+            id=secrets.token_urlsafe(12), kind=kind, origin=origin, view=view,
+            created_ms=created, expires_ms=created + int(self.seconds * 1000),
+            answer=asyncio.get_running_loop().create_future(),
+        )  # fmt: skip
+        self._waiting[consent.id] = consent
+        self._tell("consent", consent)
+        log.info("event=consent-open id=%s kind=%s origin=%s", consent.id, kind, origin)
+        try:
+            decision = await asyncio.wait_for(asyncio.shield(consent.answer), self.seconds)
+        except asyncio.TimeoutError:
+            decision = NO_ANSWER
+        finally:
+            self._waiting.pop(consent.id, None)
+            self._tell("consent-closed", consent)
+        log.info("event=consent-closed id=%s decision=%s", consent.id, decision)
+        return decision
+
+    def answer(self, consent_id: object, decision: object) -> bool:
+        """Give the visitor's answer to a waiting consent; False when there is no such consent
+        (answered, timed out) or the answer is not one of :data:`ANSWERS`."""
+        consent = self._waiting.get(consent_id) if isinstance(consent_id, str) else None
+        if consent is None or decision not in ANSWERS or consent.answer.done():
+            return False
+        consent.answer.set_result(str(decision))
+        return True
+
+    async def ask_call(
+        self, grant: Grant, call: dict[str, Any], reasons: list[dict[str, Any]]
+    ) -> bool:
+        """The gate's ask hook: show the call the gate asks about and wait for the visitor;
+        True for Allow (or Allow and decide on my own)."""
+        decision = await self.ask("call", grant.origin, call_view(grant.origin, call, reasons))
+        return decision in (ALLOW, DECIDE_ON_MY_OWN)
+
+    def _tell(self, event: str, consent: Consent) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event, consent)
+            except Exception:  # a listener's failure must not lose the consent
+                log.exception("event=consent-listener-failed")
+
+
+def consent_seconds() -> float:
+    """The wait for an answer: ``$BYOA_WALLET_CONSENT_SECONDS`` when it is a positive number,
+    else :data:`CONSENT_SECONDS`."""
+    try:
+        seconds = float(os.environ.get(CONSENT_SECONDS_ENV, ""))
+    except ValueError:
+        return CONSENT_SECONDS
+    return seconds if 0 < seconds <= 3600 else CONSENT_SECONDS
+
+
+def site_view(origin: str, manifest: dict[str, Any], held: Iterable[str] = ()) -> dict[str, Any]:
+    """What the consent for a site's manifest shows: the origin (an internationalised host
+    also in Unicode), the purpose, the skills it asks for that it does not already hold
+    (with languages), the limits, the privacy class and the cost. Every text is the
+    manifest's own; the page shows it as text, never as markup."""
+    purpose = manifest.get("purpose") if isinstance(manifest.get("purpose"), dict) else {}
+    skills = manifest.get("skills") if isinstance(manifest.get("skills"), dict) else {}
+    already = sorted(set(held) & set(skills))
+    asked = []
+    for name, entry in skills.items():
+        if name in already:
+            continue
+        entry = entry if isinstance(entry, dict) else {}
+        languages = entry.get("languages")
+        asked.append({
+            "skill": str(name),
+            "languages": [str(code) for code in languages] if isinstance(languages, list) else [],
+            "required": entry.get("required") is True,
+        })  # fmt: skip
+    limits = purpose.get("limits") if isinstance(purpose.get("limits"), dict) else {}
+    cost = manifest.get("expectedCost") if isinstance(manifest.get("expectedCost"), dict) else {}
+    return {
+        **origin_view(origin),
+        "purpose": str(purpose.get("summary", "")),
+        "skills": asked,
+        "alreadyAllowed": already,
+        "limits": {str(k): v for k, v in limits.items() if isinstance(v, (int, float, str))},
+        "privacy": str(manifest.get("privacy", "")),
+        "cost": {str(k): str(v) for k, v in cost.items()},
+    }
+
+
+def call_view(origin: str, call: dict[str, Any], reasons: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the consent for a call the gate asks about shows: the site, the skill, what was
+    measured, its estimated cost and the gate's reasons."""
+    return {
+        **origin_view(origin),
+        "skill": str(call.get("skill", "")),
+        "measured": {k: v for k, v in (call.get("input") or {}).items() if v},
+        "estimatedCost": str(call.get("estimatedCost", "")),
+        "reasons": [
+            {"code": str(r.get("code", "")), "message": str(r.get("message", ""))}
+            for r in reasons if r.get("decision") in ("ask", "warn")
+        ],
+    }  # fmt: skip
+
+
+def origin_view(origin: str) -> dict[str, Any]:
+    """The origin, its host as written (``xn--`` punycode for an international name) and the
+    host in Unicode, so that a look-alike name is seen for what it is."""
+    rest = origin.partition("://")[2]
+    host = rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
+    return {"origin": origin, "host": host, "unicodeHost": unicode_host(host)}
+
+
+def unicode_host(host: str) -> str:
+    """``host`` with each ``xn--`` label decoded (IDNA); the host itself when it has none or
+    one that cannot be decoded."""
+    if "xn--" not in host:
+        return host
+    try:
+        return ".".join(
+            label.encode("ascii").decode("idna") if label.startswith("xn--") else label
+            for label in host.split(".")
+        )
+    except UnicodeError:
+        return host

@@ -1,0 +1,620 @@
+"""The wallet page in headless Chromium against the real ``serve`` and the real pool: getting
+in with a one-time ticket, the consent of a link (Allow, Decline, no answer, "decide on my
+own"), a budget ``ask`` answered while its call waits, sites and grants changed from the
+page, activity kept current without a reload, accessibility, and every security rule.
+
+It needs Debian's ``chromium-headless-shell`` (or ``BYOA_TEST_CHROMIUM``) and axe-core from
+npm in ``.venv/npm`` (``scripts/bootstrap.sh dev`` installs both). With
+``BYOA_WALLET_SCREENSHOTS=DIR`` the views' screenshots are written to DIR (``docs/wallet`` holds
+the ones the docs show).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import playwright.async_api as playwright
+import pytest
+from engine import TOKEN, Engine
+from fake_sources import OPENROUTER_KEY, openrouter_app, serving
+from grants import GEO_MANIFEST, grant
+from speech import SPEECH
+from textkit import sources_file
+
+from byoa_skills.demos.site.app import start_site
+from byoa_skills.demos.site.demo import SiteDemo
+from byoa_skills.serve.wallet.sessions import WalletSessions
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("BYOA_TEST_CHROMIUM") or shutil.which("chromium-headless-shell") or ""
+AXE = ROOT / ".venv" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = os.environ.get("BYOA_WALLET_SCREENSHOTS")
+NORWAY = (SPEECH / "country-norway.wav").read_bytes()
+#: Seconds a consent waits in these tests (the wallet's 120 s, shortened).
+CONSENT_SECONDS = 8
+MARKUP = '<img src=x onerror="document.title=1"><script>document.title=2</script><b>bold</b>'
+
+
+@pytest.fixture(scope="module")
+def openrouter() -> Iterator[Any]:
+    with serving(openrouter_app) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def wallet(
+    engine_home: Path, tmp_path_factory: pytest.TempPathFactory, openrouter: Any
+) -> Iterator[Engine]:
+    """A ``serve`` whose browser command writes each URL it is given to ``opened.txt``, with
+    consents that wait 8 s and a priced text source."""
+    home = tmp_path_factory.mktemp("wallet-home")
+    (home / "cache").mkdir()
+    (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
+    sources_file(home / "config" / "sources.json",
+                 {"name": "openrouter", "kind": "openrouter", "url": openrouter.url + "/api/v1",
+                  "keyEnv": "FAKE_OR_KEY"})  # fmt: skip
+    opened = home / "opened.txt"
+    script = 'printf "%s\\n" "$0" >> ' + shlex.quote(str(opened))
+    browser = "sh -c " + shlex.quote(script)
+    env = {
+        "BYOA_WALLET_BROWSER": browser,
+        "BYOA_WALLET_CONSENT_SECONDS": str(CONSENT_SECONDS),
+        "FAKE_OR_KEY": OPENROUTER_KEY,
+        "BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1",
+    }
+    running = Engine.start(home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN,
+                           log_name="wallet.log", env=env)  # fmt: skip
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+async def api(engine: Engine, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """A call on the local API with the token."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, engine.url + path, json=body, headers=headers) as response,
+    ):
+        return response.status, await response.json(content_type=None)
+
+
+async def page_url(engine: Engine) -> str:
+    status, body = await api(engine, "POST", "/v1/wallet/tickets")
+    assert status == 200, body
+    return str(body["url"])
+
+
+@asynccontextmanager
+async def browser() -> AsyncIterator[Any]:
+    assert CHROMIUM, "headless Chromium is needed (scripts/bootstrap.sh dev installs it)"
+    async with playwright.async_playwright() as driver:
+        launched = await driver.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@asynccontextmanager
+async def wallet_page(engine: Engine, url: str | None = None) -> AsyncIterator[Any]:
+    """The wallet page, signed in with a fresh ticket, in a new browser."""
+    async with browser() as launched:
+        page = await launched.new_page(viewport={"width": 1100, "height": 850})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.goto(url or await page_url(engine))
+        await page.wait_for_selector("body[data-ready=yes]")
+        yield page
+        assert errors == []
+
+
+async def shot(page: Any, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+def with_site(body: Callable[[SiteDemo], Awaitable[Any]], **options: Any) -> Any:
+    async def main() -> Any:
+        runner, _, demo = await start_site(host="localhost", **options)
+        try:
+            return await body(demo)
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    return asyncio.run(main())
+
+
+def hand_over(engine: Engine, link: str, decision: str = "ask") -> asyncio.Task[tuple[int, Any]]:
+    """The link handed to the engine, as ``connect`` does, in the background."""
+    return asyncio.create_task(api(engine, "POST", "/v1/links",
+                                   {"link": link, "decision": decision}))  # fmt: skip
+
+
+async def until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+async def axe_findings(page: Any) -> list[str]:
+    """axe-core's serious and critical findings on the page as it is now."""
+    assert AXE.exists(), "axe-core is needed (scripts/bootstrap.sh dev installs it)"
+    await page.evaluate(AXE.read_text())  # through DevTools, so the page's CSP allows it
+    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def site_card(page: Any, origin: str) -> Any:
+    await page.click("a[data-view=sites]")
+    return page.locator(f'article.site[data-origin="{origin}"]')
+
+
+# -- getting in ------------------------------------------------------------------------------
+
+
+def test_a_ticket_opens_the_page_once_and_the_cookie_is_strict(wallet: Engine) -> None:
+    async def main() -> tuple[int, str, int, int]:
+        url = await page_url(wallet)
+        ticket = url.split("#ticket=", 1)[1]
+        origin = wallet.url
+        async with aiohttp.ClientSession() as session:
+            first = await session.post(f"{origin}/wallet/api/session", json={"ticket": ticket},
+                                       headers={"Origin": origin})  # fmt: skip
+            cookie = first.headers.get("Set-Cookie", "")
+            again = await session.post(f"{origin}/wallet/api/session", json={"ticket": ticket},
+                                       headers={"Origin": origin})  # fmt: skip
+            forged = await session.post(
+                f"{origin}/wallet/api/session",
+                json={"ticket": "A" * 43},
+                headers={"Origin": origin},
+            )
+            return first.status, cookie, again.status, forged.status
+
+    status, cookie, again, forged = asyncio.run(main())
+    assert status == 200
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/wallet" in cookie
+    assert (again, forged) == (403, 403)
+
+
+def test_an_expired_ticket_gets_nothing() -> None:
+    now = [1000.0]
+    sessions = WalletSessions(clock=lambda: now[0])
+    ticket = sessions.new_ticket()
+    now[0] += 61
+    assert sessions.trade(ticket) is None
+    fresh = sessions.new_ticket()
+    session = sessions.trade(fresh)
+    assert session is not None and sessions.valid(session)
+    assert sessions.trade(fresh) is None  # used
+    assert not sessions.valid("forged") and not sessions.valid(None)
+
+
+def test_the_page_without_a_ticket_asks_for_one(wallet: Engine) -> None:
+    async def main() -> str:
+        async with browser() as launched:
+            page = await launched.new_page()
+            await page.goto(wallet.url + "/wallet/")
+            await page.wait_for_selector("body[data-ready=signin]")
+            return str(await page.text_content("#view-signin"))
+
+    assert "byoa-skills wallet" in asyncio.run(main())
+
+
+# -- consent ---------------------------------------------------------------------------------
+
+
+def test_a_link_allowed_on_the_page_connects_transcribes_and_shows_in_activity(
+    wallet: Engine,
+) -> None:
+    async def body(demo: SiteDemo) -> tuple[Any, str | None, list[str], list[str]]:
+        async with wallet_page(wallet) as page:
+            session, link = demo.new_code("127.0.0.1")
+            answer = hand_over(wallet, link)
+            card = page.locator("article.consent")
+            await card.wait_for()
+            shown = [await card.locator(".origin-full").text_content() or "",
+                     await card.locator(".purpose").text_content() or ""]  # fmt: skip
+            await shot(page, "consent")
+            assert demo.hellos == []  # nothing is contacted before the answer
+            await card.get_by_role("button", name="Allow", exact=True).click()
+            status, taken = await answer
+            await page.click("a[data-view=activity]")
+            await page.wait_for_selector("#activity-rows tr")
+            text = await demo.transcribe(session, NORWAY, "en")
+            row = page.locator("#activity-rows tr.new", has_text="audio.transcribe")
+            await row.first.wait_for()  # the call's row, without a reload
+            cells = await row.first.locator("td").all_text_contents()
+            await shot(page, "activity")
+            return (status, taken), text, shown, cells
+
+    (status, taken), text, shown, cells = with_site(body)
+    assert status == 200 and taken["ok"] and taken["state"] == "connected", taken
+    assert text is not None and "norway" in text.lower()
+    assert shown[0].startswith("http://localhost:")
+    assert shown[1] == GEO_MANIFEST["purpose"]["summary"]
+    assert cells[1:6] == ["call", taken["origin"], "audio.transcribe", "allowed", "ok"]
+
+
+def test_a_declined_link_makes_no_contact_and_works_by_keyboard(wallet: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[Any, int]:
+        async with wallet_page(wallet) as page:
+            _, link = demo.new_code("127.0.0.1")
+            answer = hand_over(wallet, link)
+            await page.locator("article.consent").wait_for()
+            for _ in range(40):  # to the Decline button with the keyboard alone
+                await page.keyboard.press("Tab")
+                focused = await page.evaluate("document.activeElement.textContent")
+                if focused == "Decline":
+                    break
+            await page.keyboard.press("Enter")
+            result = await answer
+            await asyncio.sleep(0.5)
+            return result, len(demo.hellos)
+
+    (status, answer), hellos = with_site(body)
+    assert (status, answer["ok"], answer["code"], hellos) == (403, False, "declined", 0)
+
+
+def test_no_answer_is_a_decline(wallet: Engine) -> None:
+    async def body(demo: SiteDemo) -> tuple[Any, int, int]:
+        async with wallet_page(wallet) as page:
+            _, link = demo.new_code("127.0.0.1")
+            result = await hand_over(wallet, link)  # nobody answers for 8 s
+            left = await page.locator("article.consent").count()
+            return result, len(demo.hellos), left
+
+    (_, answer), hellos, left = with_site(body)
+    assert (answer["ok"], answer["code"], hellos) == (False, "no-answer", 0)
+    assert left == 0  # the consent left the page when it closed
+
+
+def test_the_engine_opens_the_page_for_a_consent_from_connect_without_a_terminal(
+    wallet: Engine,
+) -> None:
+    opened = wallet.home / "opened.txt"
+    before = opened.read_text().splitlines() if opened.exists() else []
+
+    async def body(demo: SiteDemo) -> tuple[int, str, int]:
+        _, link = demo.new_code("127.0.0.1")
+        env = {**os.environ, "BYOA_SKILLS_HOME": str(wallet.home), "BYOA_SKILLS_TOKEN": TOKEN,
+               "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+        connect = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "byoa_skills", "connect", link, "--port", str(wallet.port),
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        await until(lambda: opened.exists() and len(opened.read_text().splitlines()) > len(before),
+                    "the engine to open the wallet page")  # fmt: skip
+        url = opened.read_text().splitlines()[-1]
+        async with wallet_page(wallet, url) as page:
+            card = page.locator("article.consent")
+            await card.get_by_role("button", name="Allow", exact=True).click()
+            out, _ = await connect.communicate()
+        return await connect.wait(), out.decode(), len(demo.hellos)
+
+    status, out, hellos = with_site(body)
+    assert status == 0 and '"state": "connected"' in out, out
+    assert hellos == 1
+
+
+def test_decide_on_my_own_from_the_page_lets_the_next_link_in_without_asking(
+    wallet: Engine,
+) -> None:
+    async def body(demo: SiteDemo) -> tuple[Any, Any, int]:
+        async with wallet_page(wallet) as page:
+            _, first = demo.new_code("127.0.0.1")
+            _, taken = await hand_over(wallet, first, "allow")
+            assert taken["ok"], taken
+            card = await site_card(page, taken["origin"])
+            await card.get_by_label("Decide on my own").check()
+            await page.wait_for_selector("#status:has-text('Decide on my own is on')")
+            _, second = demo.new_code("127.0.0.1")
+            again = await hand_over(wallet, second)  # "ask": no consent is shown
+            consents = await page.locator("article.consent").count()
+            await card.get_by_label("Decide on my own").uncheck()
+            await page.wait_for_selector("#status:has-text('Decide on my own is off')")
+            return taken, again, consents
+
+    _, (_, again), consents = with_site(body)
+    assert again["ok"] and again["state"] == "connected" and consents == 0, again
+
+
+def test_a_budget_ask_is_shown_and_answered_while_the_call_waits(wallet: Engine) -> None:
+    async def main() -> tuple[str, str, Any]:
+        given = grant(skills=["text.generate"], budget={"perSession": "0.00001 USD"},
+                      models={"m1": "openrouter/fake/echo-1"})  # fmt: skip
+        status, made = await api(wallet, "POST", "/v1/grants",
+                                 {"origin": "https://quiz.example.org",
+                                  "manifest": GEO_MANIFEST, "grant": given})  # fmt: skip
+        assert status == 200, made
+        call = {"grantId": made["grantId"], "params": {"model": "m1", "maxTokens": 40},
+                "input": {"messages": [{"role": "user", "content": "one two three"}]}}  # fmt: skip
+        async with wallet_page(wallet) as page:
+            waiting = asyncio.create_task(api(wallet, "POST", "/v1/skills/text.generate", call))
+            card = page.locator("article.consent")
+            await card.wait_for()
+            heading = await card.locator("h3").text_content() or ""
+            reasons = await card.locator("li").all_text_contents()
+            await shot(page, "ask")
+            assert not waiting.done()
+            await card.get_by_role("button", name="Allow this call").click()
+            return heading, " ".join(reasons), await waiting
+
+    heading, reasons, (status, answer) = asyncio.run(main())
+    assert heading == "quiz.example.org"
+    assert "budget-exceeded" in reasons
+    assert status == 200 and answer["ok"] and answer["output"]["text"], answer
+
+
+# -- sites and grants --------------------------------------------------------------------------
+
+
+def test_pause_resume_release_and_forget_from_the_page(wallet: Engine) -> None:
+    async def body(demo: SiteDemo) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with wallet_page(wallet) as page:
+            session, link = demo.new_code("127.0.0.1")
+            _, taken = await hand_over(wallet, link, "allow")
+            origin, grant_id = taken["origin"], taken["grantId"]
+            card = await site_card(page, origin)
+            await card.get_by_role("button", name="Pause").click()
+            await card.locator(".state-paused").wait_for()
+            seen["paused call"] = await demo.transcribe(session, NORWAY, "en")
+            await card.get_by_role("button", name="Resume").click()
+            await card.locator(".state-active").wait_for()
+            seen["resumed call"] = await demo.transcribe(session, NORWAY, "en")
+            await shot(page, "sites")
+            await card.get_by_role("button", name=f"Release grant {grant_id[:8]}").click()
+            await card.get_by_text("No live grant.").wait_for()
+            seen["grant after release"] = (await api(wallet, "GET", f"/v1/grants/{grant_id}"))[0]
+            await card.get_by_role("button", name="Forget").click()
+            await card.wait_for(state="detached")
+            listed = (await api(wallet, "GET", "/wallet/api/sites"))[0]
+            seen["sites without cookie"] = listed
+        return seen
+
+    seen = with_site(body)
+    assert seen["paused call"] is None  # refused: the site only ever sees ok: false
+    assert seen["resumed call"] and "norway" in seen["resumed call"].lower()
+    assert seen["grant after release"] == 404
+    assert seen["sites without cookie"] == 401
+
+
+def test_engine_and_pairings_views(wallet: Engine) -> None:
+    async def main() -> tuple[str, str]:
+        async with wallet_page(wallet) as page:
+            await page.click("a[data-view=engine]")
+            await page.wait_for_selector("#engine dl")
+            engine = await page.text_content("#engine") or ""
+            await shot(page, "engine")
+            await page.click("a[data-view=pairings]")
+            await page.wait_for_selector("#view-pairings:not([hidden])")
+            pairings = await page.text_content("#view-pairings") or ""
+            return engine, pairings
+
+    engine, pairings = asyncio.run(main())
+    assert "tiny.en" in engine and "openrouter" in engine and "up" in engine
+    assert "No platform is paired." in pairings
+
+
+# -- accessibility ---------------------------------------------------------------------------
+
+
+def test_every_view_has_no_serious_accessibility_finding(wallet: Engine) -> None:
+    async def body(demo: SiteDemo) -> dict[str, list[str]]:
+        findings: dict[str, list[str]] = {}
+        async with wallet_page(wallet) as page:
+            _, link = demo.new_code("127.0.0.1")
+            answer = hand_over(wallet, link)
+            await page.locator("article.consent").wait_for()
+            findings["requests"] = await axe_findings(page)
+            await (
+                page.locator("article.consent")
+                .get_by_role("button", name="Allow", exact=True)
+                .click()
+            )
+            await answer
+            for view in ("sites", "activity", "engine", "pairings"):
+                await page.click(f"a[data-view={view}]")
+                await page.wait_for_selector(f"#view-{view}:not([hidden])")
+                await asyncio.sleep(0.3)  # its data arrived
+                findings[view] = await axe_findings(page)
+        return findings
+
+    findings = with_site(body)
+    assert findings == {
+        view: [] for view in ("requests", "sites", "activity", "engine", "pairings")
+    }
+
+
+# -- security ----------------------------------------------------------------------------------
+
+
+def test_manifest_text_is_shown_as_text(wallet: Engine) -> None:
+    manifest = {**GEO_MANIFEST, "purpose": {**GEO_MANIFEST["purpose"], "summary": MARKUP}}
+
+    async def body(demo: SiteDemo) -> tuple[str, int, str]:
+        async with wallet_page(wallet) as page:
+            _, link = demo.new_code("127.0.0.1")
+            answer = hand_over(wallet, link)
+            card = page.locator("article.consent")
+            await card.wait_for()
+            shown = await card.locator(".purpose").text_content() or ""
+            elements = await card.locator("img, script, b").count()
+            title = await page.title()
+            await card.get_by_role("button", name="Decline").click()
+            await answer
+            return shown, elements, title
+
+    shown, elements, title = with_site(body, manifest=manifest)
+    assert shown == MARKUP and elements == 0 and title == "Agent wallet"
+
+
+def test_every_wallet_answer_carries_the_security_headers(wallet: Engine) -> None:
+    async def main() -> list[dict[str, str]]:
+        async with aiohttp.ClientSession() as session:
+            answers = []
+            for path in ("/wallet/", "/wallet/app.js", "/wallet/api/sites", "/wallet/api/nothing"):
+                async with session.get(wallet.url + path) as response:
+                    answers.append(dict(response.headers))
+            return answers
+
+    for headers in asyncio.run(main()):
+        csp = headers["Content-Security-Policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Cache-Control"] == "no-store"
+        assert headers["Referrer-Policy"] == "no-referrer"
+
+
+def test_wallet_routes_refuse_other_origins_a_rebound_host_and_no_cookie(wallet: Engine) -> None:
+    async def main() -> dict[str, int]:
+        url = await page_url(wallet)
+        ticket = url.split("#ticket=", 1)[1]
+        own = wallet.url
+        other = "http://127.0.0.1:9"
+        got: dict[str, int] = {}
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with aiohttp.ClientSession(cookie_jar=jar) as session:
+            async with session.post(f"{own}/wallet/api/session", json={"ticket": ticket},
+                                    headers={"Origin": own}) as response:  # fmt: skip
+                got["session"] = response.status
+            async with session.get(f"{own}/wallet/api/sites") as response:
+                got["read, own page"] = response.status
+            async with session.get(f"{own}/wallet/api/sites", headers={"Origin": other}) as r:
+                got["read, other origin"] = r.status
+            async with session.get(f"{own}/wallet/api/sites",
+                                   headers={"Sec-Fetch-Site": "same-site"}) as r:  # fmt: skip
+                got["read, other port's page"] = r.status
+            body = {"origin": "https://victim.example.org", "action": "block"}
+            async with session.post(f"{own}/wallet/api/sites", json=body) as r:
+                got["change, no origin"] = r.status
+            async with session.post(f"{own}/wallet/api/sites", json=body,
+                                    headers={"Origin": other}) as r:  # fmt: skip
+                got["change, other origin"] = r.status
+            async with session.get(f"{own}/wallet/api/sites",
+                                   headers={"Host": "wallet.attacker.example"}) as r:  # fmt: skip
+                got["rebound host"] = r.status
+            try:
+                async with session.ws_connect(f"{own}/wallet/api/live", origin=other):
+                    got["socket, other origin"] = 101
+            except aiohttp.WSServerHandshakeError as refused:
+                got["socket, other origin"] = refused.status
+            async with session.ws_connect(f"{own}/wallet/api/live", origin=own) as ws:
+                got["socket, own page"] = 101 if (await ws.receive_json())["type"] == "hello" else 0
+        async with aiohttp.ClientSession() as session, session.get(f"{own}/wallet/api/sites") as r:
+            got["read, no cookie"] = r.status
+        return got
+
+    assert asyncio.run(main()) == {
+        "session": 200,
+        "read, own page": 200,
+        "read, other origin": 403,
+        "read, other port's page": 403,
+        "change, no origin": 403,
+        "change, other origin": 403,
+        "rebound host": 403,
+        "socket, other origin": 403,
+        "socket, own page": 101,
+        "read, no cookie": 401,
+    }
+
+
+ATTACKER_PAGE = """<!doctype html><title>other</title><body>
+<iframe id="frame" src="{wallet}/wallet/"></iframe>
+<form id="form" method="post" action="{wallet}/wallet/api/sites" enctype="text/plain">
+<input name='{{"origin":"https://victim.example.org","action":"block","x":"' value='"}}'>
+</form>
+<script>
+window.results = {{}};
+fetch('{wallet}/wallet/api/sites', {{credentials: 'include'}})
+  .then(r => r.text()).then(t => results.read = t, e => results.read = 'failed');
+fetch('{wallet}/wallet/api/sites', {{method: 'POST', mode: 'no-cors', credentials: 'include',
+  headers: {{'Content-Type': 'text/plain'}},
+  body: JSON.stringify({{origin: 'https://victim.example.org', action: 'block'}})}})
+  .then(() => results.post = 'sent', () => results.post = 'failed');
+const ws = new WebSocket('{socket}/wallet/api/live');
+ws.onopen = () => results.socket = 'open';
+ws.onerror = () => results.socket = 'refused';
+</script></body>"""
+
+
+def test_a_page_on_another_loopback_port_can_neither_read_change_open_nor_frame(
+    wallet: Engine,
+) -> None:
+    from aiohttp import web
+
+    async def main() -> tuple[dict[str, str], str | None, int]:
+        html = ATTACKER_PAGE.format(wallet=wallet.url, socket=wallet.url.replace("http", "ws"))
+        app = web.Application()
+
+        async def attacker(request: web.Request) -> web.Response:
+            return web.Response(text=html, content_type="text/html")
+
+        app.router.add_get("/", attacker)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with browser() as launched:
+                context = await launched.new_context()
+                page = await context.new_page()
+                await page.goto(await page_url(wallet))  # the visitor is signed in
+                await page.wait_for_selector("body[data-ready=yes]")
+                other = await context.new_page()
+                await other.goto(f"http://127.0.0.1:{port}/")
+                await other.wait_for_function("Object.keys(window.results).length === 3")
+                results = await other.evaluate("window.results")
+                await other.evaluate("document.getElementById('form').submit()")
+                await asyncio.sleep(1)
+                framed = other.frames[1].url if len(other.frames) > 1 else None
+        finally:
+            await runner.cleanup()
+        victim = [
+            s for s in await wallet_sites(wallet) if s["origin"] == "https://victim.example.org"
+        ]
+        return results, framed, len(victim)
+
+    results, framed, blocked = asyncio.run(main())
+    assert results["read"] == "failed"  # CORS: the answer is not readable
+    assert results["socket"] == "refused"
+    assert blocked == 0  # neither the no-cors POST nor the form changed anything
+    assert framed is None or framed.startswith("chrome-error:") or framed == "about:blank"
+
+
+async def wallet_sites(engine: Engine) -> list[dict[str, Any]]:
+    """The site list as the engine keeps it (read through a signed-in session)."""
+    url = await page_url(engine)
+    ticket = url.split("#ticket=", 1)[1]
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(cookie_jar=jar) as session:
+        await session.post(f"{engine.url}/wallet/api/session", json={"ticket": ticket},
+                           headers={"Origin": engine.url})  # fmt: skip
+        async with session.get(f"{engine.url}/wallet/api/sites") as response:
+            return list((await response.json())["sites"])
