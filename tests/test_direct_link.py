@@ -11,15 +11,14 @@ import secrets
 import stat
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from engine import TOKEN, Engine, free_port, start_engine
+from sitekit import until, with_site
 from speech import SPEECH
 
-from byoa_skills.demos.site.app import start_site
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.demos.site.manifest import build_link
 from byoa_skills.store.activity import ActivityLog
@@ -40,27 +39,6 @@ async def take_link(engine: Engine, link: str, decision: str = "allow") -> dict[
         ) as response,
     ):
         return await response.json()
-
-
-def with_site(body: Callable[[SiteDemo], Awaitable[Any]], **options: Any) -> Any:
-    async def main() -> Any:
-        runner, _, demo = await start_site(host="localhost", **options)
-        try:
-            return await body(demo)
-        finally:
-            await demo.close()
-            await runner.cleanup()
-
-    return asyncio.run(main())
-
-
-async def until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    """Wait for a state (not a measurement)."""
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def test_a_spoken_country_comes_back_as_text(engine: Engine) -> None:

@@ -17,7 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ import pytest
 from engine import TOKEN, Engine
 from fake_sources import OPENROUTER_KEY, openrouter_app, serving
 from grants import GEO_MANIFEST, grant
+from sitekit import until, with_site
 from speech import SPEECH
 from textkit import sources_file
 
-from byoa_skills.demos.site.app import start_site
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.serve.wallet.sessions import WalletSessions
 
@@ -130,30 +130,10 @@ async def shot(page: Any, name: str) -> None:
         await page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
-def with_site(body: Callable[[SiteDemo], Awaitable[Any]], **options: Any) -> Any:
-    async def main() -> Any:
-        runner, _, demo = await start_site(host="localhost", **options)
-        try:
-            return await body(demo)
-        finally:
-            await demo.close()
-            await runner.cleanup()
-
-    return asyncio.run(main())
-
-
 def hand_over(engine: Engine, link: str, decision: str = "ask") -> asyncio.Task[tuple[int, Any]]:
     """The link handed to the engine, as ``connect`` does, in the background."""
     return asyncio.create_task(api(engine, "POST", "/v1/links",
                                    {"link": link, "decision": decision}))  # fmt: skip
-
-
-async def until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 async def axe_findings(page: Any) -> list[str]:

@@ -12,35 +12,18 @@ from typing import Any
 import numpy as np
 
 from byoa_skills.recordings.errors import RecordingError
-from byoa_skills.wav import SAMPLE_RATE, WavError, max_frames, parse_wav
+from byoa_skills.wav import SAMPLE_RATE, Clip, WavError, max_frames, parse_wav
 
 #: The longest recording taken by default, in seconds (one hour).
 DEFAULT_MAX_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
-class Recording:
-    """Decoded audio: little-endian int16 samples at 16 kHz, mono, and what it was decoded
-    from (``decoder``: ``wav``, ``pyav`` or ``soundfile``)."""
+class Recording(Clip):
+    """Decoded audio: a :class:`Clip` of any length (little-endian int16 samples at 16 kHz,
+    mono), and what it was decoded from (``decoder``: ``wav``, ``pyav`` or ``soundfile``)."""
 
-    samples: np.ndarray
-    decoder: str
-
-    @property
-    def frames(self) -> int:
-        """Number of samples."""
-        return int(self.samples.shape[0])
-
-    @property
-    def seconds(self) -> float:
-        """Duration, ``frames / 16000``."""
-        return self.frames / SAMPLE_RATE
-
-    def to_float32(self) -> np.ndarray:
-        """The samples as float32 in [-1, 1), as the VAD and Whisper take them."""
-        out = self.samples.astype(np.float32)
-        out *= np.float32(1.0 / 32768.0)
-        return out
+    decoder: str = "wav"
 
 
 def decode_audio(data: bytes, max_seconds: float = DEFAULT_MAX_SECONDS) -> Recording:
