@@ -15,7 +15,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from byoa_skills.extension.requests import PageRequests
-from byoa_skills.protocol.frames import FrameError, read_json_object
+from byoa_skills.serve.bodies import json_body
 
 PREFIX = "/v1/extension/"
 REQUESTS_KEY = web.AppKey("page_requests", PageRequests)
@@ -29,21 +29,8 @@ def add_routes(app: web.Application, requests: PageRequests) -> None:
     app.router.add_post(PREFIX + "release", _release)
 
 
-async def _body(request: web.Request) -> dict | web.Response:
-    try:
-        raw = await request.read()
-        return read_json_object(raw.decode("utf-8"), "body")
-    except web.HTTPRequestEntityTooLarge:
-        code, message, status = "message-too-large", "the body is too large", 413
-    except UnicodeDecodeError:
-        code, message, status = "not-json", "the body is not JSON", 400
-    except FrameError as refused:
-        code, message, status = refused.code, refused.message, 400
-    return web.json_response({"ok": False, "code": code, "message": message}, status=status)
-
-
 async def _request(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     grant = await request.app[REQUESTS_KEY].request(
@@ -53,7 +40,7 @@ async def _request(request: web.Request) -> web.Response:
 
 
 async def _call(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     answer = await request.app[REQUESTS_KEY].call(
@@ -64,7 +51,7 @@ async def _call(request: web.Request) -> web.Response:
 
 
 async def _release(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     released = request.app[REQUESTS_KEY].release(body.get("origin"), body.get("grantId"))

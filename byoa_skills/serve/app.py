@@ -25,11 +25,11 @@ from byoa_skills.protocol.frames import (
     chunk_frame,
     error_frame,
     read_frame,
-    read_json_object,
     result_frame,
 )
 from byoa_skills.protocol.pending import PendingCalls, close_within
 from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.serve.bodies import json_body, refusal
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.openai_api import add_openai_routes
 from byoa_skills.serve.openapi import openapi_handler
@@ -110,11 +110,6 @@ def build_app(
     return app
 
 
-def refusal(status: int, code: str, message: str) -> web.Response:
-    """A JSON refusal ``{"ok": false, "code", "message"}`` with an HTTP status."""
-    return web.json_response({"ok": False, "code": code, "message": message}, status=status)
-
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -166,23 +161,8 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
 
-async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
-    """The request's JSON object, or the refusal to answer instead."""
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return refusal(413, "message-too-large", f"the body is over {MAX_MESSAGE_BYTES} bytes")
-    try:
-        return read_json_object(raw.decode("utf-8"), "body")
-    except UnicodeDecodeError:
-        return refusal(400, "not-json", "the body is not JSON")
-    except FrameError as refused:
-        return refusal(413 if refused.code == "message-too-large" else 400, refused.code,
-                       refused.message)  # fmt: skip
-
-
 async def _take_link(request: web.Request) -> web.Response:
-    body = await _json_body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     answer = await request.app[LINKS_KEY].take(body.get("link"), body.get("decision"))
@@ -190,7 +170,7 @@ async def _take_link(request: web.Request) -> web.Response:
 
 
 async def _create_grant(request: web.Request) -> web.Response:
-    body = await _json_body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     try:
@@ -219,7 +199,7 @@ async def _release_grant(request: web.Request) -> web.Response:
 
 
 async def _call_over_http(request: web.Request) -> web.Response:
-    body = await _json_body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     result = await _call(request.app, request.match_info["skill"], body)

@@ -27,7 +27,8 @@ from aiohttp import WSMsgType, web
 from byoa_skills.byoag.connector import revoke
 from byoa_skills.byoag.registrations import RegistrationStore
 from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
-from byoa_skills.protocol.frames import FrameError, encode, read_json_object
+from byoa_skills.protocol.frames import encode
+from byoa_skills.serve.bodies import json_body, refusal
 from byoa_skills.serve.wallet.opener import open_page
 from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_header
 from byoa_skills.serve.wallet.views import engine_view, pairings_view, sites_view
@@ -168,19 +169,6 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
         response.headers.update(SECURITY_HEADERS)
 
 
-def _refuse(status: int, code: str, message: str) -> web.Response:
-    return web.json_response({"ok": False, "code": code, "message": message}, status=status)
-
-
-async def _body(request: web.Request) -> dict[str, Any] | web.Response:
-    try:
-        return read_json_object((await request.read()).decode("utf-8"), "body")
-    except UnicodeDecodeError:
-        return _refuse(400, "not-json", "the body is not JSON")
-    except FrameError as refused:
-        return _refuse(400, refused.code, refused.message)
-
-
 async def _new_ticket(request: web.Request) -> web.Response:
     page = request.app[PAGE_KEY]
     return web.json_response({"ok": True, "url": page.page_url(f"http://{request.host}")})
@@ -197,12 +185,12 @@ async def _file(request: web.Request) -> web.Response:
 
 
 async def _session(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     session = request.app[PAGE_KEY].sessions.trade(body.get("ticket"))
     if session is None:
-        return _refuse(403, "bad-ticket", "this ticket is unknown, used or expired")
+        return refusal(403, "bad-ticket", "this ticket is unknown, used or expired")
     response = web.json_response({"ok": True})
     response.headers["Set-Cookie"] = cookie_header(session)
     return response
@@ -221,12 +209,12 @@ async def _consents(request: web.Request) -> web.Response:
 
 
 async def _answer(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     desk = request.app[PAGE_KEY].consents
     if not desk.answer(request.match_info["consent_id"], body.get("decision")):
-        return _refuse(404, "no-such-consent", "this consent was answered or has timed out")
+        return refusal(404, "no-such-consent", "this consent was answered or has timed out")
     return web.json_response({"ok": True})
 
 
@@ -234,17 +222,17 @@ async def _sites(request: web.Request) -> web.Response:
     try:
         sites = sites_view(request.app[PAGE_KEY].shim)
     except StoreError as error:
-        return _refuse(503, "site-unreadable", str(error)[:200])
+        return refusal(503, "site-unreadable", str(error)[:200])
     return web.json_response({"ok": True, "sites": sites})
 
 
 async def _change_site(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await json_body(request)
     if isinstance(body, web.Response):
         return body
     action, origin = body.get("action"), body.get("origin")
     if action not in SITE_ACTIONS or not isinstance(origin, str):
-        return _refuse(400, "bad-request", f"action must be one of {', '.join(SITE_ACTIONS)}")
+        return refusal(400, "bad-request", f"action must be one of {', '.join(SITE_ACTIONS)}")
     page = request.app[PAGE_KEY]
     sites = page.shim.sites
     try:
@@ -254,9 +242,9 @@ async def _change_site(request: web.Request) -> web.Response:
         else:
             changed = await asyncio.to_thread(getattr(sites, action), origin)
     except ValueError as error:
-        return _refuse(400, "origin-invalid", str(error)[:200])
+        return refusal(400, "origin-invalid", str(error)[:200])
     except StoreError as error:
-        return _refuse(503, "site-unreadable", str(error)[:200])
+        return refusal(503, "site-unreadable", str(error)[:200])
     if action == "forget":  # its kept grants went with it
         for grant in page.shim.grants.of_origin(normalize_origin(origin)):
             page.shim.release_grant(grant.id)
@@ -267,7 +255,7 @@ async def _change_site(request: web.Request) -> web.Response:
 async def _release(request: web.Request) -> web.Response:
     page = request.app[PAGE_KEY]
     if not page.shim.release_grant(request.match_info["grant_id"]):
-        return _refuse(404, "unknown-grant", "no live grant has this id")
+        return refusal(404, "unknown-grant", "no live grant has this id")
     page.publish({"type": "sites-changed"})
     return web.json_response({"ok": True})
 
@@ -286,9 +274,9 @@ async def _activity(request: web.Request) -> web.Response:
         log_ = request.app[PAGE_KEY].shim.activity
         entries = await asyncio.to_thread(log_.query, limit=limit, **filters)
     except ValueError as error:
-        return _refuse(400, "bad-request", str(error)[:200])
+        return refusal(400, "bad-request", str(error)[:200])
     except StoreError as error:
-        return _refuse(503, "site-unreadable", str(error)[:200])
+        return refusal(503, "site-unreadable", str(error)[:200])
     return web.json_response({"ok": True, "entries": entries})
 
 
@@ -306,7 +294,7 @@ async def _revoke(request: web.Request) -> web.Response:
     store = request.app[PAGE_KEY].registrations
     told = await revoke(request.match_info["platform"], store=store, dev_local=dev_local_enabled())
     if told is None:
-        return _refuse(404, "not-paired", "no pairing with this platform")
+        return refusal(404, "not-paired", "no pairing with this platform")
     return web.json_response({"ok": True, "platformTold": bool(told)})
 
 
