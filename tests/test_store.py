@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,12 +20,13 @@ from speech import skill_input
 
 from byoa_skills.skills import PreparedCall, SkillEngine
 from byoa_skills.store.activity import ActivityLog
-from byoa_skills.store.database import StoreError, WalletDatabase
+from byoa_skills.store.database import StoreError, WalletDatabase, while_busy
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
 from byoa_skills.store.schema import MIGRATIONS
 from byoa_skills.store.sites import SiteListError, SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
 
+ROOT = Path(__file__).resolve().parents[1]
 GAME = "https://game.example.org"
 HELLO = skill_input("en-hello.wav")
 
@@ -146,6 +151,68 @@ def test_a_change_that_fails_does_not_lose_the_others_of_its_batch(tmp_path: Pat
         bad.result()
     assert all(future.result() > 0 for future in [*good, more])
     assert [entry["n"] for entry in log.read()] == [0, 1, 2, 3]
+
+
+def test_a_lock_of_a_moment_is_waited_out_and_any_other_error_is_not() -> None:
+    answers = iter([sqlite3.OperationalError("database is locked")] * 3 + ["done"])
+
+    def attempt() -> str:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert while_busy(attempt) == "done"
+    calls = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise sqlite3.OperationalError("no such table: nowhere")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        while_busy(broken)
+    assert calls == [1]
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        while_busy(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")),
+                   seconds=0.05)  # fmt: skip
+
+
+OPENER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from byoa_skills.store.activity import ActivityLog
+    from byoa_skills.store.database import WalletDatabase
+
+    path, go, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    while not go.exists():
+        time.sleep(0.001)
+    database = WalletDatabase(path)
+    log = ActivityLog(database)
+    for number in range(5):
+        log.record({"kind": "call", "who": name, "n": number}).result()
+        database.close()  # the last close checkpoints the file while the others open it
+    """
+)
+
+
+def test_four_processes_make_one_new_database_at_once_and_all_their_writes_land(
+    tmp_path: Path,
+) -> None:
+    for round_ in range(3):
+        path = tmp_path / str(round_) / "wallet.sqlite3"
+        go = tmp_path / f"go-{round_}"
+        openers = [
+            subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(go), str(name)],
+                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+            for name in range(4)
+        ]
+        go.touch()
+        assert [opener.wait(timeout=120) for opener in openers] == [0, 0, 0, 0]
+        entries = ActivityLog(WalletDatabase(path)).read()
+        assert sorted((entry["who"], entry["n"]) for entry in entries) == [
+            (str(name), number) for name in range(4) for number in range(5)
+        ]
 
 
 def budget_shim(database: WalletDatabase) -> WalletShim:

@@ -28,6 +28,7 @@ import queue
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -47,6 +48,31 @@ MAX_BATCH = 512
 
 T = TypeVar("T")
 Change = Callable[[sqlite3.Connection], T]
+
+
+def is_busy(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says another connection holds the file for a moment."""
+    message = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in message or "busy" in message)
+
+
+def while_busy(attempt: Callable[[], T], seconds: float = BUSY_SECONDS) -> T:
+    """Run ``attempt`` until it is not refused as busy, for up to ``seconds``.
+
+    SQLite answers "database is locked" at once, without waiting, in a few moments of a WAL
+    file's life (another process making it, switching it to WAL, or checkpointing it on its
+    last close); every other error, and a lock that outlasts ``seconds``, is raised.
+    """
+    deadline = time.monotonic() + seconds
+    pause = 0.005
+    while True:
+        try:
+            return attempt()
+        except sqlite3.Error as error:
+            if not is_busy(error) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 class StoreError(Exception):
@@ -114,24 +140,34 @@ class WalletDatabase:
                     self.path.touch(mode=FILE_MODE)
                 check_own_file(self.path)
                 self.path.chmod(FILE_MODE)
-                connection = self._connect()
-                try:
-                    self._migrate(connection)
-                finally:
-                    connection.close()
+                while_busy(self._connect_and_migrate)
             except (sqlite3.Error, OSError) as error:
                 raise StoreError(f"the database {self.path} cannot be used: {error}") from None
             self._opened = True
 
+    def _connect_and_migrate(self) -> None:
+        connection = self._connect_once()
+        try:
+            self._migrate(connection)
+        finally:
+            connection.close()
+
     def _connect(self) -> sqlite3.Connection:
+        return while_busy(self._connect_once)
+
+    def _connect_once(self) -> sqlite3.Connection:
         connection = sqlite3.connect(
             self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
         )
-        connection.execute("PRAGMA foreign_keys = ON")
-        connection.execute("PRAGMA synchronous = NORMAL")  # durable across a crash of the process
-        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"the journal mode stays {mode!r}")
+        try:
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"the journal mode stays {mode!r}")
+        except BaseException:
+            connection.close()
+            raise
         return connection
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
@@ -261,7 +297,8 @@ class WalletDatabase:
                 if connection is None:
                     self.open()
                     connection = self._connect()
-                _commit(connection, batch)
+                live = connection
+                while_busy(lambda: _commit(live, batch))
             except (StoreError, sqlite3.Error) as error:
                 log.error("event=store-write-failed changes=%d error=%r", len(batch), str(error))
                 for _, future in batch:
