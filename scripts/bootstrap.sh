@@ -12,6 +12,8 @@ set -eu
 cd "$(dirname "$0")/.."
 extras="${1:-}"
 AXE_CORE_VERSION=4.14.1
+# the dev extra asks for exactly this version (pyproject.toml)
+LLAMA_CPP_VERSION=0.3.36
 
 missing=""
 case ",$extras," in *,dev,*)
@@ -40,6 +42,27 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
 if [ -n "$extras" ]; then spec=".[$extras]"; else spec="."; fi
 # The tests run against the working tree (editable); a plain install is a copy.
 case ",$extras," in *,dev,*) editable="-e" ;; *) editable="" ;; esac
+# llama.cpp's server (the tests' text source) is compiled for any x86-64 CPU with AVX2, not
+# for this one: a build for the newest CPUs (AVX-512, AMX) can crash on the machine it was
+# made on. Its wheel is kept in a cache of its own, named by version and flags (pip's cache
+# does not tell builds with other flags apart).
+case ",$extras," in *,dev,*)
+    llama="llama-cpp-python==$LLAMA_CPP_VERSION"
+    flags=""
+    if [ "$(uname -m)" = x86_64 ]; then
+        flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+        flags="$flags -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF"
+    fi
+    key=$(printf '%s %s' "$llama" "$flags" | cksum | cut -d' ' -f1)
+    wheels="${XDG_CACHE_HOME:-$HOME/.cache}/byoa-skills/wheels/llama-$key"
+    if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+        echo "bootstrap: compiling llama.cpp's server (a few minutes, once)" >&2
+        CMAKE_ARGS="$flags" .venv/bin/python -m pip wheel -q --disable-pip-version-check \
+            --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$wheels" "$llama"
+    fi
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
+        "$wheels"/llama_cpp_python-*.whl ;;
+esac
 .venv/bin/python -m pip install -q --disable-pip-version-check $editable "$spec"
 # The wallet page's accessibility test runs axe-core, from npm, in the browser.
 case ",$extras," in *,dev,*)

@@ -3,6 +3,12 @@ speech clips: for each encoder length, the word error rate over every spoken cli
 transcripts changed, and the time to transcribe them one by one on one thread.
 
     .venv/bin/python scripts/measure_encoder.py [--model base] [--threads 1] [--rounds 3]
+    .venv/bin/python scripts/measure_encoder.py --real [--settings 30,15,15+guard]
+
+``--real`` judges on the real (human) speech of tests/data/realspeech/ instead: the word error
+rate per language for each setting, and for a setting ending in ``+guard`` how many clips the
+guard decoded again on the whole window. A setting without ``+guard`` runs the short window
+with the guard off.
 
 "fit" encodes each clip's own length rounded up to a whole second (whisper.cpp's audio
 context set per clip); a number encodes that many seconds of every window.
@@ -41,8 +47,13 @@ def main() -> None:
     parser.add_argument("--model", default="base")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--settings", default="30,20,15,10,fit")
+    parser.add_argument("--settings", default=None)
+    parser.add_argument("--real", action="store_true", help="judge on tests/data/realspeech/")
     args = parser.parse_args()
+    if args.real:
+        real_speech(args)
+        return
+    args.settings = args.settings or "30,20,15,10,fit"
     spoken = [c for c in CLIPS if c["language"]]
     silent = [c for c in CLIPS if not c["language"]]
     audio = {c["file"]: parse_wav((SPEECH / c["file"]).read_bytes()).to_float32() for c in CLIPS}
@@ -82,6 +93,69 @@ def main() -> None:
                 if texts[clip["file"]] != full[clip["file"]]:
                     print(f"|   {clip['file']} | {full[clip['file']]!r} → "
                           f"{texts[clip['file']]!r} | | | |")  # fmt: skip
+
+
+def real_speech(args: argparse.Namespace) -> None:
+    """WER per language and setting on the real-speech set, language given, one clip at a
+    time; the guard's re-decodes; the seconds for all clips (best of ``--rounds``)."""
+    import json
+    from collections import defaultdict
+
+    import soundfile
+
+    folder = Path(__file__).resolve().parent.parent / "tests" / "data" / "realspeech"
+    clips = json.loads((folder / "clips.json").read_text(encoding="utf-8"))
+    audio = {}
+    for clip in clips:
+        samples, rate = soundfile.read(folder / clip["file"], dtype="float32")
+        assert rate == 16_000 and samples.ndim == 1, clip["file"]
+        audio[clip["file"]] = samples
+    backend = load_backend(ensure_model(args.model), cpu_threads=args.threads)
+    backend.transcribe(audio[clips[0]["file"]], clips[0]["language"])
+    languages = sorted({clip["language"] for clip in clips})
+    counts = ", ".join(f"{n} {sum(c['language'] == n for c in clips)}" for n in languages)
+    print(f"model {args.model}, {args.threads} thread(s), {len(clips)} real-speech clips "
+          f"({counts}), language given, best of {args.rounds} rounds")  # fmt: skip
+    header = " | ".join(f"WER {n}" for n in languages)
+    print(f"| setting | {header} | WER all | decoded again | seconds, all clips |")
+    print("|---|" + "---|" * (len(languages) + 3))
+    full: dict[str, str] = {}
+    for setting in (args.settings or "30,15,15+guard").split(","):
+        guarded = setting.endswith("+guard")
+        seconds = float(setting.removesuffix("+guard"))
+        backend.options = dataclasses.replace(
+            backend.options,
+            encoder_seconds=None if seconds >= 30 else seconds,
+            short_window_guard=guarded,
+        )
+        best, texts, again = math.inf, {}, 0
+        for _ in range(args.rounds):
+            began = time.perf_counter()
+            again = 0
+            for clip in clips:
+                answer = backend.transcribe(audio[clip["file"]], clip["language"])
+                texts[clip["file"]] = answer.text
+                again += seconds < 30 and answer.window_seconds == 30.0
+            best = min(best, time.perf_counter() - began)
+        errors: dict[str, int] = defaultdict(int)
+        total: dict[str, int] = defaultdict(int)
+        for clip in clips:
+            said = words(clip["text"])
+            errors[clip["language"]] += edit_distance(said, words(texts[clip["file"]]))
+            total[clip["language"]] += len(said)
+        if setting == "30":
+            full = dict(texts)
+        cells = [f"{errors[n] / total[n]:.3f}" for n in languages]
+        overall = sum(errors.values()) / sum(total.values())
+        print(f"| {setting} | {' | '.join(cells)} | {overall:.3f} | "
+              f"{again if guarded else '-'} | {best:.2f} |")  # fmt: skip
+        if setting != "30" and full:
+            for clip in clips:
+                if texts[clip["file"]] != full[clip["file"]]:
+                    print(
+                        f"|   {clip['file']} | {full[clip['file']]!r} → "
+                        f"{texts[clip['file']]!r} |" + " |" * (len(languages) + 2)
+                    )
 
 
 if __name__ == "__main__":

@@ -191,6 +191,8 @@ def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
 
     status, timing = asyncio.run(run())
     assert status == 200
-    parts = dict(part.strip().split(";dur=") for part in timing.split(","))
-    assert set(parts) == {"queue", "infer"}
-    assert float(parts["queue"]) >= 0 and float(parts["infer"]) > 0
+    parts = dict(part.strip().split(";", 1) for part in timing.split(","))
+    assert set(parts) == {"queue", "infer", "window"}
+    queue, infer = (float(parts[name].removeprefix("dur=")) for name in ("queue", "infer"))
+    assert queue >= 0 and infer > 0
+    assert parts["window"] == 'desc="30s"'  # the shared engine encodes the whole window

@@ -137,6 +137,23 @@ def test_a_refusal_from_the_model_keeps_the_worker(tiny: PoolConfig, jfk) -> Non
     assert before == after
 
 
+def test_a_killed_worker_is_not_counted_warm_until_its_replacement_is(
+    tiny: PoolConfig, jfk
+) -> None:  # type: ignore[no-untyped-def]
+    async def body(pool: WorkerPool) -> tuple[int, int, int, bool]:
+        warm_at_start = pool.warm_workers
+        os.kill(pool.worker_pids()[0], signal.SIGKILL)
+        while pool.worker_pids() and pool.warm_workers == warm_at_start:
+            await asyncio.sleep(0.01)
+        warm_meanwhile = pool.warm_workers
+        while pool.warm_workers < 1:
+            await asyncio.sleep(0.05)
+        answer = await pool.transcribe(jfk, "en")
+        return warm_at_start, warm_meanwhile, pool.warm_workers, "country" in answer.text.lower()
+
+    assert run_with_pool(tiny, body) == (1, 0, 1, True)
+
+
 def test_an_answer_carries_the_runtime_transcript_and_the_pool_timing(
     tiny: PoolConfig, jfk
 ) -> None:  # type: ignore[no-untyped-def]

@@ -202,10 +202,10 @@ def test_four_processes_make_one_new_database_at_once_and_all_their_writes_land(
     for round_ in range(3):
         path = tmp_path / str(round_) / "wallet.sqlite3"
         go = tmp_path / f"go-{round_}"
+        environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-c", OPENER, str(path), str(go)]
         openers = [
-            subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(go), str(name)],
-                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
-            for name in range(4)
+            subprocess.Popen([*command, str(name)], cwd=ROOT, env=environment) for name in range(4)
         ]
         go.touch()
         assert [opener.wait(timeout=120) for opener in openers] == [0, 0, 0, 0]

@@ -124,6 +124,14 @@ class EngineProcess:
         except (urllib.error.URLError, OSError, ValueError):
             return False, []
 
+    def warm(self) -> int:
+        """How many workers are warm now, from GET /ready (0 while not ready)."""
+        try:
+            with urllib.request.urlopen(self.url + "/ready", timeout=10) as response:
+                return int(json.loads(response.read()).get("warm", 0))
+        except (urllib.error.URLError, OSError, ValueError):
+            return 0
+
     def wait_ready(self, timeout: float = 600) -> float:
         """Wait for /ready to answer 200; the seconds from the process start to then."""
         limit = time.monotonic() + timeout

@@ -67,7 +67,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Start the worker processes (each loads the model and warms up), then answer "
             "skill calls on a local HTTP/WebSocket API bound to loopback, protected by a "
-            "bearer token. GET /ready answers 200 once every worker is warm. SIGTERM drains: "
+            "bearer token. GET /ready answers 200 once every worker is warm (and while "
+            "one stays warm; its `warm` counts them). SIGTERM drains: "
             "calls in flight finish, new ones are refused."
         ),
     )

@@ -21,7 +21,14 @@ from byoa_skills.commands.common import (
 )
 from byoa_skills.commands.wav_check import EXIT_INVALID, EXIT_USAGE, EXIT_VALID
 from byoa_skills.models import ModelError, require_language
-from byoa_skills.recordings import DEFAULT_MAX_SECONDS, RecordingError, cut, decode_audio, join_text
+from byoa_skills.recordings import (
+    DEFAULT_MAX_SECONDS,
+    RecordingError,
+    cut,
+    decode_audio,
+    join_text,
+    piece_seconds,
+)
 from byoa_skills.wav import MAX_CLIP_SECONDS, SAMPLE_RATE, WavError, parse_wav
 
 
@@ -117,7 +124,7 @@ def _samples(data: bytes, max_seconds: float) -> Any:
 def _transcribe(backend: Any, samples: Any, language: str | None) -> tuple[str, str | None]:
     """The text of the whole recording, piece by piece, with a progress bar on stderr for
     more than one piece; and the language (detected in the first piece when not given)."""
-    pieces = cut(samples)
+    pieces = cut(samples, piece_seconds(backend.options.encoder_seconds))
     if len(pieces) <= 1:
         transcript = backend.transcribe(samples, language)
         return transcript.text, transcript.language

@@ -196,6 +196,11 @@ class WorkerPool:
         """Each slot's calls after which its current worker is recycled (0: never)."""
         return [slot.recycle_after for slot in self._slots]
 
+    @property
+    def warm_workers(self) -> int:
+        """How many workers are warm now (fewer than configured while one is replaced)."""
+        return sum(1 for s in self._slots if s.worker is not None and s.worker.warm)
+
     def worker_pids(self) -> list[int]:
         """The process ids of the live workers."""
         return [s.worker.pid for s in self._slots if s.worker and s.worker.alive and s.worker.pid]

@@ -51,6 +51,12 @@ class WorkerProcess:
         return self._pid
 
     @property
+    def warm(self) -> bool:
+        """Whether the worker has loaded its model, warmed up and not ended."""
+        ready = self._ready
+        return ready.done() and not ready.cancelled() and ready.exception() is None and self.alive
+
+    @property
     def alive(self) -> bool:
         """Whether the process has not ended."""
         return not self._exited.is_set()

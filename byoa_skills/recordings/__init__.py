@@ -8,7 +8,7 @@ them when they run.
 
 from byoa_skills.recordings.decode import DEFAULT_MAX_SECONDS, Recording, decode_audio
 from byoa_skills.recordings.errors import CODES, RecordingError
-from byoa_skills.recordings.pieces import Piece, cut, join_chunks
+from byoa_skills.recordings.pieces import Piece, cut, join_chunks, piece_seconds
 from byoa_skills.recordings.runner import pool_parallel, pool_runner, run_pieces
 from byoa_skills.recordings.stitch import LongTranscript, join_text, shifted, stitch
 from byoa_skills.recordings.subtitles import srt, vtt
@@ -24,6 +24,7 @@ __all__ = [
     "decode_audio",
     "join_chunks",
     "join_text",
+    "piece_seconds",
     "pool_parallel",
     "pool_runner",
     "run_pieces",

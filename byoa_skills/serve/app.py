@@ -151,8 +151,10 @@ async def _health(request: web.Request) -> web.Response:
 async def _ready(request: web.Request) -> web.Response:
     engine = request.app[ENGINE_KEY]
     if engine.ready:
-        workers = engine.pool.worker_pids() if engine.pool is not None else []
-        return web.json_response({"ready": True, "workers": workers})
+        pool = engine.pool
+        workers = pool.worker_pids() if pool is not None else []
+        warm = pool.warm_workers if pool is not None else 0
+        return web.json_response({"ready": True, "workers": workers, "warm": warm})
     return web.json_response({"ready": False}, status=503)
 
 
@@ -222,12 +224,15 @@ async def _call(
 
 
 def _server_timing(result: CallResult) -> dict[str, str]:
-    """A ``Server-Timing`` header with the queue wait and the model's time, when known."""
+    """A ``Server-Timing`` header with the queue wait and the model's time, when known, and
+    the encoder window (seconds) that gave a transcript."""
     parts = [
         f"{name};dur={result.facts[key]}"
         for name, key in (("queue", "queued_ms"), ("infer", "infer_ms"))
         if key in result.facts
     ]
+    if "window_s" in result.facts:
+        parts.append(f'window;desc="{result.facts["window_s"]:g}s"')
     return {"Server-Timing": ", ".join(parts)} if parts else {}
 
 

@@ -35,6 +35,7 @@ from byoa_skills.recordings import (
     RecordingError,
     cut,
     decode_audio,
+    piece_seconds,
     pool_parallel,
     pool_runner,
     run_pieces,
@@ -284,7 +285,8 @@ async def _audio(request: web.Request, task: str) -> web.StreamResponse:
             decode_audio, form.data, request.app[LIMITS].max_seconds
         )
         seconds = recording.seconds
-        pieces = await asyncio.to_thread(cut, recording.to_float32())
+        window = piece_seconds(pool.config.encoder_seconds)
+        pieces = await asyncio.to_thread(cut, recording.to_float32(), window)
         decode = form.request(task)
         run_piece = pool_runner(pool, Clip(recording.samples), decode)
         parallel = pool_parallel(pool)

@@ -120,12 +120,15 @@ def health_paths() -> dict[str, Schema]:
             "responses": {"200": _json(OK, "always")},
         }},
         "/ready": {"get": {
-            "summary": "Whether every worker is warm", "security": [],
+            "summary": "Whether calls are taken (at least one worker is warm)", "security": [],
             "responses": {
                 "200": _json({
-                    "type": "object", "required": ["ready", "workers"],
+                    "type": "object", "required": ["ready", "workers", "warm"],
                     "properties": {"ready": {"const": True},
-                                   "workers": {"type": "array", "items": {"type": "integer"}}},
+                                   "workers": {"type": "array", "items": {"type": "integer"},
+                                               "description": "live workers' process ids"},
+                                   "warm": {"type": "integer", "minimum": 0,
+                                            "description": "workers warm now"}},
                 }, "ready"),
                 "503": _json({"type": "object", "required": ["ready"],
                               "properties": {"ready": {"const": False}}}, "still warming"),

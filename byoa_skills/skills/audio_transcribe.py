@@ -64,6 +64,7 @@ class AudioTranscribe(Skill):
             facts={
                 "queued_ms": round(answer.queued_seconds * 1000, 1),
                 "infer_ms": round(answer.inference_seconds * 1000, 1),
+                "window_s": answer.transcript.window_seconds,
                 "language": answer.language or "",
                 "worker": answer.worker_pid,
             },

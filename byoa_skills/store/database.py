@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -53,7 +54,8 @@ Change = Callable[[sqlite3.Connection], T]
 def is_busy(error: sqlite3.Error) -> bool:
     """Whether ``error`` says another connection holds the file for a moment."""
     message = str(error).lower()
-    return isinstance(error, sqlite3.OperationalError) and ("locked" in message or "busy" in message)
+    busy = "locked" in message or "busy" in message
+    return isinstance(error, sqlite3.OperationalError) and busy
 
 
 def while_busy(attempt: Callable[[], T], seconds: float = BUSY_SECONDS) -> T:
@@ -297,8 +299,7 @@ class WalletDatabase:
                 if connection is None:
                     self.open()
                     connection = self._connect()
-                live = connection
-                while_busy(lambda: _commit(live, batch))
+                while_busy(functools.partial(_commit, connection, batch))
             except (StoreError, sqlite3.Error) as error:
                 log.error("event=store-write-failed changes=%d error=%r", len(batch), str(error))
                 for _, future in batch:

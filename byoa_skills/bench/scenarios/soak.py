@@ -131,23 +131,24 @@ async def _run(engine: EngineProcess, args: argparse.Namespace, rng: random.Rand
         # the start's figures are those of an engine in use
         await _drive(engine, http, good, warm, args.warmup_calls, args.concurrency, rng, mix=True)
         await _drive(engine, http, good, quiet, args.quiet_calls, args.concurrency, rng, mix=False)
-    await _settle(engine)  # the quiet run's connections are closed by then
+    await _settle(engine, args.workers)  # the quiet run's connections are closed by then
     start = snapshot(engine)
     stop = asyncio.Event()
     troubles = [
         asyncio.create_task(_chaos(engine, rng, args.chaos_every, stop)),
         asyncio.create_task(_never_reads(engine, good[0], stop)),
         asyncio.create_task(_slow_heads(engine, stop)),
+        asyncio.create_task(_watch_memory(engine, chaos, args.calls, stop)),
     ]
     began = time.monotonic()
     async with _session(headers) as http:
         await _drive(engine, http, good, chaos, args.calls, args.concurrency, rng, mix=True)
     seconds = time.monotonic() - began
     stop.set()
-    chaos_log = (await asyncio.gather(*troubles))[0]
+    chaos_log, _, _, memory = await asyncio.gather(*troubles)
     for pid in engine.workers():  # nothing stays stopped
         _signal(pid, signal.SIGCONT)
-    await _settle(engine)
+    await _settle(engine, args.workers)
     end = snapshot(engine)
     return {
         "calls": args.calls, "warmup_calls": args.warmup_calls,
@@ -155,7 +156,7 @@ async def _run(engine: EngineProcess, args: argparse.Namespace, rng: random.Rand
         "workers": args.workers, "seconds": round(seconds, 1),
         "sent": chaos.sent, "answered": chaos.answered, "lost": chaos.lost,
         "answered_twice": chaos.answered_twice, "outcomes": dict(chaos.outcomes),
-        "chaos": chaos_log, "start": start, "end": end,
+        "chaos": chaos_log, "start": start, "end": end, "serve_rss_by_tenth": memory,
         "latency": {"quiet": _percentiles(quiet.good_latency),
                     "chaos": _percentiles(chaos.good_latency)},
     }  # fmt: skip
@@ -288,6 +289,28 @@ async def _chaos(engine: EngineProcess, rng: random.Random, every: float,
     return done
 
 
+async def _watch_memory(engine: EngineProcess, tally: Tally, calls: int,
+                        stop: asyncio.Event) -> list[float]:  # fmt: skip
+    """The ``serve`` process's RSS (MB) each time another tenth of the ``calls`` is sent:
+    memory that levels off is a cache filling, memory that keeps rising is a leak."""
+    marks: list[float] = []
+    while not stop.is_set() and len(marks) < 10:
+        if tally.sent >= calls * (len(marks) + 1) / 10:
+            marks.append(process_rss_mb(engine.process.pid))
+        await asyncio.sleep(0.5)
+    return marks
+
+
+def process_rss_mb(pid: int) -> float:
+    """A process's resident memory in MB (0 when it has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return 0.0
+    kib = int(next(line.split()[1] for line in status if line.startswith("VmRSS:")))
+    return round(kib / 1024, 1)
+
+
 async def _never_reads(engine: EngineProcess, clip_body: str, stop: asyncio.Event) -> None:
     """A client that sends calls on the WebSocket and never reads an answer."""
     body = json.loads(clip_body)
@@ -327,12 +350,12 @@ def _session(headers: dict[str, str]) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=headers)
 
 
-async def _settle(engine: EngineProcess) -> None:
-    """Wait until the engine is ready again (after the last stop), then past its idle-socket
-    timeout, so that only the connections still in use are open."""
-    for _ in range(600):
-        ready, _ = await asyncio.to_thread(engine.ready)
-        if ready:
+async def _settle(engine: EngineProcess, workers: int) -> None:
+    """Wait until all ``workers`` are warm again (none is being replaced, so no starting
+    process's pipes are counted), then past the idle-socket timeout, so that only the
+    connections still in use are open."""
+    for _ in range(1200):
+        if await asyncio.to_thread(engine.warm) >= workers:
             break
         await asyncio.sleep(0.1)
     await asyncio.sleep(HEADER_READ_SECONDS + 2)
@@ -389,8 +412,7 @@ async def _attack(engine: EngineProcess, calls: int) -> dict[str, Any]:
     from byoa_skills.demos.site.app import start_site
 
     def rss() -> float:
-        status = Path(f"/proc/{engine.process.pid}/status").read_text().splitlines()
-        return int(next(line.split()[1] for line in status if line.startswith("VmRSS:"))) / 1024
+        return process_rss_mb(engine.process.pid)
 
     before = rss()
     runner, _, demo = await start_site(host="localhost", hostile="never-reads",
@@ -480,6 +502,9 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"shared-memory segments mapped: {report['start']['shm_segments']} at the start, "
         f"{report['end']['shm_segments']} at the end",
+        "",
+        "serve RSS (MB) after each tenth of the calls: "
+        + ", ".join(str(mark) for mark in report.get("serve_rss_by_tenth", [])),
         "",
         f"good clips, quiet: {report['latency']['quiet']}; during the chaos: "
         f"{report['latency']['chaos']}",

@@ -50,7 +50,10 @@ class Transcript:
     asked for and the clip holds no speech to detect one from. ``language_probability`` is 1.0
     for a language asked for, the model's probability for a detected one, 0.0 when ``language``
     is ``None``. ``seconds`` is the wall time the call took. ``segments`` is empty unless the
-    call asked for timestamps (:class:`DecodeRequest`).
+    call asked for timestamps (:class:`DecodeRequest`). ``window_seconds`` is the encoder
+    window that gave the answer (30: Whisper's whole window; less: the short window, see
+    :attr:`DecodeOptions.encoder_seconds`). ``tokens``, ``budget_hit`` and ``avg_logprob`` say
+    how the decode went, when the backend knows (for the short window's guard).
     """
 
     text: str
@@ -58,6 +61,10 @@ class Transcript:
     language_probability: float
     seconds: float
     segments: tuple[Segment, ...] = ()
+    window_seconds: float = 30.0
+    tokens: int = 0
+    budget_hit: bool = False
+    avg_logprob: float | None = None
 
 
 class SpeechBackend(ABC):

@@ -40,6 +40,12 @@ class DecodeOptions:
     #: log-probability is below ``log_prob_threshold``, is answered with no text.
     no_speech_threshold: float | None = 0.6
     log_prob_threshold: float | None = -1.0
+    #: A short-window answer whose text compresses more than this (it repeats itself), whose
+    #: decode ran to ``max_new_tokens``, or whose average token log-probability is below
+    #: ``log_prob_threshold`` is decoded again on the whole window (None: no ratio check).
+    compression_ratio_threshold: float | None = 2.4
+    #: Whether short-window answers are checked at all (off only to measure the window alone).
+    short_window_guard: bool = True
     #: Most tokens decoded per 30 s window; bounds the time a runaway repetition can take.
     max_new_tokens: int | None = 224
     #: Encode only the window's first this many seconds when the audio fits in them (None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,10 +169,31 @@ class WhisperCT2Backend(SpeechBackend):
     def _decode(
         self, model: WhisperModel, windows: list[tuple[int, np.ndarray, str | None]], began: float
     ) -> list[Transcript]:
+        """Each window's transcript: on the short encoder window when the options ask for one
+        and the clips fit, and then again on the whole window for each answer that looks
+        degenerate (:func:`looks_degenerate`)."""
+        full = model.feature_extractor.nb_max_frames
+        frames = self.encoder_frames(max(features.shape[-1] for _, features, _ in windows))
+        transcripts = self._decode_on(model, windows, began, frames)
+        if frames < full and self.options.short_window_guard:
+            again = [i for i, t in enumerate(transcripts) if looks_degenerate(t, self.options)]
+            if again:
+                redone = self._decode_on(model, [windows[i] for i in again], began, full)
+                for position, transcript in zip(again, redone, strict=True):
+                    transcripts[position] = transcript
+        return transcripts
+
+    def _decode_on(
+        self,
+        model: WhisperModel,
+        windows: list[tuple[int, np.ndarray, str | None]],
+        began: float,
+        frames: int,
+    ) -> list[Transcript]:
         from faster_whisper.audio import pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
 
-        frames = self.encoder_frames(max(features.shape[-1] for _, features, _ in windows))
+        window_seconds = round(frames * 30.0 / model.feature_extractor.nb_max_frames, 2)
         batch = np.stack([pad_or_trim(features, frames) for _, features, _ in windows])
         encoder_output = model.encode(batch)
         languages: list[tuple[str, float]] = []
@@ -193,6 +215,7 @@ class WhisperCT2Backend(SpeechBackend):
         prompts = [self._prompt(tokenizer) for tokenizer in tokenizers]
         o = self.options
         max_new = o.max_new_tokens if o.max_new_tokens is not None else model.max_length
+        budget = min(model.max_length - len(prompts[0]), max_new)
         results = model.model.generate(
             encoder_output,
             prompts,
@@ -222,7 +245,18 @@ class WhisperCT2Backend(SpeechBackend):
                 and not (o.log_prob_threshold is not None and average > o.log_prob_threshold)
             )
             text = "" if silent else tokenizer.decode(tokens).strip()
-            transcripts.append(_transcript(text, language, probability, began))
+            transcripts.append(
+                Transcript(
+                    text=text,
+                    language=language,
+                    language_probability=probability,
+                    seconds=time.perf_counter() - began,
+                    window_seconds=window_seconds,
+                    tokens=len(tokens),
+                    budget_hit=len(tokens) >= budget,
+                    avg_logprob=float(average),
+                )
+            )
         return transcripts
 
     def transcribe_detailed(
@@ -298,6 +332,34 @@ class WhisperCT2Backend(SpeechBackend):
         if self._model is None:
             raise RuntimeError("the backend is not loaded: call load() first")
         return self._model
+
+
+def compression_ratio(text: str) -> float:
+    """How much zlib shrinks ``text`` (its UTF-8 bytes over the compressed bytes): about 1 to
+    2 for speech, more for text that repeats itself (faster-whisper's and Whisper's measure)."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def looks_degenerate(transcript: Transcript, options: DecodeOptions) -> bool:
+    """Whether a short-window answer should be decoded again on the whole window: its text
+    repeats itself (compression ratio over ``options.compression_ratio_threshold``), or the
+    decode ran to its token budget without ending, or its average token log-probability is
+    below ``options.log_prob_threshold`` (the marks faster-whisper's own ``transcribe`` takes
+    for a failed decode)."""
+    if not transcript.text:
+        return False
+    limit = options.compression_ratio_threshold
+    if limit is not None and compression_ratio(transcript.text) > limit:
+        return True
+    if transcript.budget_hit:
+        return True
+    floor = options.log_prob_threshold
+    return (
+        floor is not None
+        and transcript.avg_logprob is not None
+        and (transcript.avg_logprob < floor)
+    )
 
 
 def _segment(piece: Any) -> Segment:
