@@ -51,6 +51,8 @@ def start_engine(home: Path, *args: str, log_name: str = "serve.log") -> Engine:
     """Start ``byoa-skills serve`` with ``args`` and the tests' token; return at once (see
     :meth:`Engine.wait_ready`). A dropped direct link is tried again sooner than by default."""
     env = {"BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1"}
+    if "--idle-release" not in args:  # the workers stay; tests/test_pool_idle.py lets them go
+        args = (*args, "--idle-release", "0")
     return Engine.start(home, args, token=TOKEN, log_name=log_name, env=env)
 
 

@@ -195,4 +195,4 @@ def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
     assert set(parts) == {"queue", "infer", "window"}
     queue, infer = (float(parts[name].removeprefix("dur=")) for name in ("queue", "infer"))
     assert queue >= 0 and infer > 0
-    assert parts["window"] == 'desc="30s"'  # the shared engine encodes the whole window
+    assert parts["window"] == 'desc="15s"'  # the default short window held (no loop here)

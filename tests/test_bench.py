@@ -129,7 +129,8 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     scenarios = results["scenarios"]
     assert list(scenarios) == names()
     assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
-    for name in ("wav", "direct", "cold", "engine", "memory", "link", "text", "batch", "store"):
+    for name in ("wav", "direct", "cold", "engine", "memory", "idle", "link", "text", "batch",
+                 "store"):  # fmt: skip
         assert scenarios[name]["status"] == "ok", scenarios[name]
     if results["machine"]["gpu"]["cuda_devices"] == 0:
         assert scenarios["gpu"]["status"] == "skipped" and "GPU" in scenarios["gpu"]["reason"]
@@ -181,6 +182,11 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     memory = scenarios["memory"]
     assert len(memory["worker_rss_mib"]) == machine["cores"]
     assert all(v > 0 for v in memory["worker_rss_mib"].values()) and memory["front_rss_mib"] > 0
+
+    idle = scenarios["idle"]
+    # with the workers let go the whole engine is the front process (and its helpers) alone
+    assert 0 < idle["idle_rss_mib"] < idle["warm_rss_mib"] - 100 * (idle["workers"] - 0.5)
+    assert idle["grant_to_warm_s"]["p50"] > 0 and idle["first_call_s"]["p50"] > 0
 
     assert scenarios["peer"]["status"] == "ok", scenarios["peer"]  # the dev extra installs it
     assert scenarios["peer"]["texts"]["5s"].strip()

@@ -20,6 +20,7 @@ from byoa_skills.cli import build_parser, main
 from byoa_skills.commands.serve import pool_config
 from byoa_skills.models import model_path
 from byoa_skills.pool import (
+    DEFAULT_ENCODER_SECONDS,
     Backend,
     CallFailure,
     Device,
@@ -346,6 +347,12 @@ def test_the_engine_flags_take_their_defaults_from_the_pool_config() -> None:
     cpu = pool_config(args, "tiny.en", Path("m"), "cpu")
     assert (cpu.workers, cpu.max_batch, cpu.device) == (available_cores(), 1, Device.CPU)
     assert (cpu.batch_window, cpu.encoder_seconds) == (0.0, None)
+    assert cpu.encoder_window == DEFAULT_ENCODER_SECONDS == cpu.decode_options().encoder_seconds
+    whole = pool_config(build_parser().parse_args(["serve", "--encoder-seconds", "30"]),
+                        "tiny.en", Path("m"), "cpu")  # fmt: skip
+    assert whole.encoder_window is None and whole.decode_options().encoder_seconds is None
+    torch = replace(cpu, backend=Backend.TORCH)
+    assert torch.encoder_window is None and torch.decode_options().encoder_seconds is None
     cuda = pool_config(args, "tiny.en", Path("m"), "cuda")
     assert (cuda.workers, cuda.max_batch) == (1, 16)
     args = build_parser().parse_args(["serve", "--batch-window-ms", "250", "--queue", "3"])

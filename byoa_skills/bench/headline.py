@@ -56,6 +56,16 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         out["engine_p95_at_max_concurrency_s"] = _figure(
             top["latency_s"]["p95"], "s", "lower", f"engine p95 at concurrency {top['concurrency']}"
         )
+    if idle := _ok(results, "idle"):
+        out["idle_rss_mib"] = _figure(
+            idle["idle_rss_mib"], "MiB", "lower", "idle engine RSS, workers let go"
+        )
+        out["idle_grant_to_warm_s"] = _figure(
+            idle["grant_to_warm_s"]["p50"], "s", "lower", "idle: grant to warm, p50"
+        )
+        out["idle_first_vs_warm"] = _figure(
+            idle["first_vs_warm"], "ratio", "lower", "idle: first call after warm-up / warm"
+        )
     if cold := _ok(results, "cold"):
         out["start_to_ready_s"] = _figure(
             cold["start_to_ready_s"]["p50"], "s", "lower", "serve start to ready, p50"

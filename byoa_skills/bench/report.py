@@ -117,6 +117,14 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         lines.append(_stats_row("first call (1 s clip)", entry["first_call_s"]))
         lines.append(_stats_row("warm calls (1 s clip)", entry["warm_s"]))
         lines += ["", f"First call / warm median: {entry['first_vs_warm']:.2f}."]
+    elif name == "idle":
+        lines.append(STATS_HEAD.format("seconds"))
+        lines.append(_stats_row("grant to its answer (workers warm)", entry["grant_to_warm_s"]))
+        lines.append(_stats_row("first call after the warm-up", entry["first_call_s"]))
+        lines += ["", f"Whole engine RSS: {entry['warm_rss_mib']:.0f} MiB warm, "
+                  f"{entry['idle_rss_mib']:.0f} MiB with its {entry['workers']} workers let go "
+                  f"(after {entry['idle_release_s']:g} s idle). First call / warm median: "
+                  f"{entry['first_vs_warm']:.2f}."]  # fmt: skip
     elif name == "batch":
         lines += ["| set-up | p50 1 s / 5 s / 15 s (s) | clips/s 1 s / 5 s / 15 s / mix | "
                   "mix / direct best |", "|---|---|---|---|"]  # fmt: skip

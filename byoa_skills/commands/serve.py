@@ -28,6 +28,7 @@ from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.extension.routes import add_routes as add_extension_routes
 from byoa_skills.pool import (
+    DEFAULT_ENCODER_SECONDS,
     Device,
     PoolConfig,
     WorkerPool,
@@ -130,8 +131,16 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoder-seconds", type=pool_setting("encoder_seconds", float),
         default=PoolConfig.encoder_seconds,
         help="encode only the first S seconds of each 30 s window when the clips fit, "
-        "1 to 30 (faster; see docs/runtime.md for its accuracy cost; default: the whole "
-        "window; not with --backend torch)",
+        f"1 to 30 (default {DEFAULT_ENCODER_SECONDS:g}; an answer that looks degenerate "
+        "is decoded again on the whole window; 30: always the whole window, as faster-whisper "
+        "does; see docs/runtime.md; --backend torch always encodes the whole window)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--idle-release", type=pool_setting("idle_release", float),
+        default=PoolConfig.idle_release,
+        help="let the workers go after this many seconds without a call; the next call, "
+        "grant or request starts them again (default "
+        f"{PoolConfig.idle_release:g}; 0: never)",
     )  # fmt: skip
     parser.add_argument(
         "--token",
@@ -183,6 +192,7 @@ def pool_config(
         workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
         max_batch=args.max_batch or default_max_batch(device),
         batch_window=args.batch_window_ms / 1000, encoder_seconds=args.encoder_seconds,
+        idle_release=getattr(args, "idle_release", PoolConfig.idle_release),
     )  # fmt: skip
 
 

@@ -125,8 +125,9 @@ class DirectLink:
         session = self.session
         try:
             if session.grant_id is None:
-                summary = self.shim.create_grant(session.origin, session.check.manifest,
-                                                 link_grant(session.check))  # fmt: skip
+                summary = await self.shim.grant_when_warm(
+                    session.origin, session.check.manifest, link_grant(session.check)
+                )
                 session.grant_id = summary["grantId"]
             attempt = 0
             while True:

@@ -113,6 +113,7 @@ class PageRequests:
             raise Refused("no-click")
         if not self.shim.engine.ready:
             raise Refused("engine-not-ready")
+        self.shim.engine.wake()  # the workers warm while the visitor decides
         fit = await fitting_skills(self.shim.engine, manifest)
         skills = _granted_skills(manifest, fit)
         held = self.shim.grants.of_origin(origin)
@@ -123,7 +124,8 @@ class PageRequests:
             elif decision != ALLOW:
                 raise Refused("declined" if decision == "decline" else decision)
         try:
-            return self.shim.create_grant(origin, manifest, request_grant(manifest, skills))
+            grant = request_grant(manifest, skills)
+            return await self.shim.grant_when_warm(origin, manifest, grant)
         except GrantRefusal as refusal:
             raise Refused(refusal.code) from None
 

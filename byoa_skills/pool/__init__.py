@@ -1,6 +1,7 @@
 """The warm pool: worker processes that load a speech model once and answer calls."""
 
 from byoa_skills.pool.config import (
+    DEFAULT_ENCODER_SECONDS,
     Backend,
     Device,
     PoolConfig,
@@ -22,6 +23,7 @@ from byoa_skills.pool.errors import (
 from byoa_skills.pool.pool import Transcription, WorkerPool
 
 __all__ = [
+    "DEFAULT_ENCODER_SECONDS",
     "Backend",
     "CallFailure",
     "DeadlineExceeded",

@@ -21,6 +21,11 @@ from byoa_skills.runtimes.speech.options import DecodeOptions
 #: recording is at most one window; sites' clips stay within their own 15 s).
 WINDOW_SECONDS = 30.0
 
+#: The encoder window the CTranslate2 backend uses when none is set, in seconds: answers that
+#: look degenerate on it are decoded again on the whole window (docs/runtime.md has the real
+#: speech it was judged on). 30 asks for the whole window.
+DEFAULT_ENCODER_SECONDS = 15.0
+
 #: Calls a worker decodes together by default, by device: on the CPU batches did not pay
 #: (``byoa-bench batch``, docs/pool.md); a GPU decodes a batch in about the time of one clip.
 DEFAULT_MAX_BATCH = {Device.CPU: 1, Device.CUDA: 16}
@@ -105,8 +110,13 @@ class PoolConfig:
     #: How long a worker that took a call waits for others to join its batch, in seconds;
     #: only while every other worker is busy (a lone call on an idle pool never waits).
     batch_window: float = field(default=0.0, metadata=_flag("--batch-window-ms"))
-    #: Encode only this many seconds of each window when the clips fit (None: all 30 s).
+    #: Encode only this many seconds of each window when the clips fit (None: the backend's
+    #: default, :data:`DEFAULT_ENCODER_SECONDS` on CTranslate2, the whole window on PyTorch;
+    #: 30: the whole window).
     encoder_seconds: float | None = field(default=None, metadata=_flag("--encoder-seconds"))
+    #: After this many seconds without a call the workers are let go (the front process
+    #: stays); the next call, grant or request starts them again. 0: never.
+    idle_release: float = field(default=600.0, metadata=_flag("--idle-release"))
 
     def __post_init__(self) -> None:
         for name in _RULES:
@@ -115,16 +125,24 @@ class PoolConfig:
             raise ValueError(
                 "--device auto must be resolved to cpu or cuda before the pool is configured"
             )
-        if self.backend == Backend.TORCH and self.encoder_seconds is not None:
+        if self.backend == Backend.TORCH and self.encoder_seconds not in (None, WINDOW_SECONDS):
             # WhisperTorchBackend refuses it: it always encodes the whole 30 s window
             raise ValueError(
                 "--encoder-seconds is not supported by --backend torch, which encodes the "
                 "whole 30 s window"
             )
 
+    @property
+    def encoder_window(self) -> float | None:
+        """The encoder window the workers use, in seconds (None: the whole 30 s window)."""
+        if self.backend == Backend.TORCH:
+            return None
+        seconds = DEFAULT_ENCODER_SECONDS if self.encoder_seconds is None else self.encoder_seconds
+        return None if seconds >= WINDOW_SECONDS else seconds
+
     def decode_options(self) -> DecodeOptions:
         """The decoding options each worker loads its backend with."""
-        options = DecodeOptions(encoder_seconds=self.encoder_seconds)
+        options = DecodeOptions(encoder_seconds=self.encoder_window)
         if self.backend == Backend.TORCH:
             options = replace(options, beam_size=1)  # it decodes greedily
         return options
@@ -213,6 +231,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "restart_backoff": (_number(0.0, above=True), _POSITIVE),
     "max_batch": (_whole(1), "a whole number of at least 1"),
     "batch_window": (_number(0.0), "a number of at least 0"),
-    "encoder_seconds": (_encoder_seconds, "a number in [1, 30] (unset: the whole 30 s window)"),
+    "encoder_seconds": (_encoder_seconds, "a number in [1, 30] (30: the whole window)"),
+    "idle_release": (_number(0.0), "a number of seconds of at least 0 (0: never)"),
 }  # fmt: skip
 _FIELDS = {setting.name: setting for setting in fields(PoolConfig)}

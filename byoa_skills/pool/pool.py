@@ -118,6 +118,8 @@ class _Slot:
     busy: bool = False
     #: The slot's worker failed to start too many times in a row: it stopped trying.
     gave_up: bool = False
+    #: The slot's worker was let go while the pool was idle; the next call starts another.
+    let_go: bool = False
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -147,6 +149,17 @@ class WorkerPool:
         self._idle = asyncio.Event()
         self._idle.set()
         self.restarts = 0
+        #: The workers were let go after the idle time; ``_awake`` is set again by a call.
+        self._released = False
+        self._awake = asyncio.Event()
+        self._awake.set()
+        self._warmth = asyncio.Condition()
+        self._last_used = time.monotonic()
+        self._idle_watch: asyncio.Task[None] | None = None
+        self._telling: set[asyncio.Task[None]] = set()
+        #: Workers being started now, and :meth:`warm_up` calls waiting: the pool is in use.
+        self._starting = 0
+        self._warming = 0
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -166,15 +179,80 @@ class WorkerPool:
         for slot in self._slots:
             slot.task = asyncio.create_task(self._serve(slot), name=f"pool-slot-{slot.index}")
         self._started = True
+        self._last_used = time.monotonic()
+        if self.config.idle_release > 0:
+            self._idle_watch = asyncio.create_task(self._release_when_idle(), name="pool-idle")
 
     @property
     def ready(self) -> bool:
-        """Whether calls are taken and at least one worker is warm."""
-        return (
-            self._started
-            and not self._draining
-            and any(s.worker is not None and s.worker.alive for s in self._slots)
-        )
+        """Whether calls are taken: at least one worker is warm, or the workers were let go
+        while idle (the next call starts them again)."""
+        alive = any(s.worker is not None and s.worker.alive for s in self._slots)
+        return self._started and not self._draining and (self._released or alive)
+
+    @property
+    def released(self) -> bool:
+        """Whether the workers were let go after the idle time and not started again yet."""
+        return self._released
+
+    @property
+    def in_use(self) -> bool:
+        """Whether a call waits or runs, a worker is starting or someone waits for warmth."""
+        return bool(
+            self._in_flight or not self._queue.empty() or self.busy_workers
+            or self._starting or self._warming
+        )  # fmt: skip
+
+    async def release(self) -> None:
+        """Let every worker go (the front process and the shared memory stay); the next call,
+        or :meth:`warm_up`, starts them again. Nothing is let go while the pool is in use
+        (:attr:`in_use`)."""
+        if self._released or not self._started or self._draining or self.in_use:
+            return
+        self._released = True
+        self._awake.clear()
+        log.info("event=workers-released idle_s=%.0f", time.monotonic() - self._last_used)
+        self._on_event("workers-released", len(self._slots))
+        for slot in self._slots:
+            slot.let_go = True
+        await asyncio.gather(*(s.worker.stop() for s in self._slots if s.worker))
+
+    def wake(self) -> None:
+        """Start the workers again if they were let go (returns at once)."""
+        self._last_used = time.monotonic()
+        if self._released:
+            self._released = False
+            log.info("event=workers-woken")
+            self._awake.set()
+
+    async def warm_up(self) -> None:
+        """Start the workers if they were let go, and return once every slot that has not
+        given up has a warm worker."""
+        self.wake()
+        self._warming += 1
+        try:
+            async with self._warmth:
+                await self._warmth.wait_for(self._all_warm)
+        finally:
+            self._warming -= 1
+            self._last_used = time.monotonic()
+
+    def _all_warm(self) -> bool:
+        return self._draining or self.warm_workers >= sum(not s.gave_up for s in self._slots)
+
+    async def _release_when_idle(self) -> None:
+        idle = self.config.idle_release
+        while not self._draining:
+            wait = self._last_used + idle - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            if self._released:
+                await self._awake.wait()
+            elif self.in_use:
+                self._last_used = time.monotonic()
+            else:
+                await self.release()
 
     @property
     def queue_depth(self) -> int:
@@ -214,6 +292,11 @@ class WorkerPool:
         """Stop the workers (calls still waiting get ``shutting-down``) and free the memory."""
         self._draining = True
         self._started = False
+        self._awake.set()
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
+            await asyncio.gather(self._idle_watch, return_exceptions=True)
+        await self._tell_warmth()
         for slot in self._slots:
             if slot.task:
                 slot.task.cancel()
@@ -257,6 +340,7 @@ class WorkerPool:
             raise _unavailable()
         if clip.frames > max_frames(self.config.max_clip_seconds):
             raise TranscribeFailed(f"a clip of {clip.seconds:.1f} s is longer than the pool takes")
+        self.wake()
         now = time.monotonic()
         seconds = self.config.default_deadline if deadline is None else deadline
         future = asyncio.get_running_loop().create_future()
@@ -280,6 +364,7 @@ class WorkerPool:
             raise
         finally:
             self._in_flight -= 1
+            self._last_used = time.monotonic()
             if self._in_flight == 0:
                 self._idle.set()
 
@@ -287,8 +372,11 @@ class WorkerPool:
 
     async def _serve(self, slot: _Slot) -> None:
         while not slot.gave_up:
-            if slot.worker is None or not slot.worker.alive:
-                await self._replace(slot, "died")
+            if slot.let_go or slot.worker is None or not slot.worker.alive:
+                if self._released:
+                    await self._awake.wait()
+                    continue
+                await self._renew(slot)
                 continue
             first = await self._next_call(slot)
             if first is None:
@@ -296,8 +384,8 @@ class WorkerPool:
             calls = self._runnable(await self._join(slot, first))
             if not calls:
                 continue
-            if not slot.worker.alive:  # it died as the calls arrived: replace it, then run
-                await self._replace(slot, "died")
+            if slot.let_go or not slot.worker.alive:  # it ended (or was let go) as the calls
+                await self._renew(slot)  # arrived: start another, then run them
                 if slot.gave_up:
                     for call in calls:
                         _fail(call, _unavailable())
@@ -309,6 +397,15 @@ class WorkerPool:
                 slot.busy = False
             if self._should_recycle(slot):
                 await self._replace(slot, "recycled")
+
+    async def _renew(self, slot: _Slot) -> None:
+        """A new worker in ``slot``: after one let go while idle (once it has ended), or
+        after one that died."""
+        reason = "woken" if slot.let_go else "died"
+        if slot.let_go and slot.worker is not None:
+            await slot.worker.wait_exit()  # it was asked to stop when it was let go
+        slot.let_go = False
+        await self._replace(slot, reason)
 
     async def _join(self, slot: _Slot, first: _Call) -> list[_Call]:
         """``first`` and the calls that join its batch: every one waiting now, up to the
@@ -453,17 +550,33 @@ class WorkerPool:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
 
+    async def _tell_warmth(self) -> None:
+        """Wake :meth:`warm_up`'s waiters to look at the workers again."""
+        async with self._warmth:
+            self._warmth.notify_all()
+
     def _give_up(self, slot: _Slot, error: str) -> None:
         """Stop restarting ``slot``; once no slot is left, answer every queued call."""
         log.error("event=worker-gave-up slot=%d error=%r", slot.index, error)
         slot.gave_up = True
         slot.worker = None
+        telling = asyncio.get_running_loop().create_task(self._tell_warmth())
+        self._telling.add(telling)
+        telling.add_done_callback(self._telling.discard)
         self._on_event("worker-gave-up", error)
         if not self.available:
             while not self._queue.empty():
                 _fail(self._queue.get_nowait(), _unavailable())
 
     async def _start_worker(self, slot: _Slot) -> None:
+        self._starting += 1
+        try:
+            await self._start_worker_now(slot)
+        finally:
+            self._starting -= 1
+            self._last_used = time.monotonic()
+
+    async def _start_worker_now(self, slot: _Slot) -> None:
         began = time.monotonic()
         slot.worker = WorkerProcess(self.config, slot.shm.name, f"byoa-worker-{slot.index}")
         slot.calls_served = 0
@@ -473,6 +586,7 @@ class WorkerPool:
         )
         await slot.worker.wait_ready()
         seconds = time.monotonic() - began
+        await self._tell_warmth()
         log.info(
             "event=worker-ready slot=%d pid=%s start_s=%.2f rss_mib=%.0f",
             slot.index, slot.worker.pid, seconds, slot.worker.rss_mib,

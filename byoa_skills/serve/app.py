@@ -176,7 +176,7 @@ async def _create_grant(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     try:
-        summary = request.app[SHIM_KEY].create_grant(
+        summary = await request.app[SHIM_KEY].grant_when_warm(
             body.get("origin"), body.get("manifest"), body.get("grant")
         )
     except GrantRefusal as refused:

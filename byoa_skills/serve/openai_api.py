@@ -285,7 +285,7 @@ async def _audio(request: web.Request, task: str) -> web.StreamResponse:
             decode_audio, form.data, request.app[LIMITS].max_seconds
         )
         seconds = recording.seconds
-        window = piece_seconds(pool.config.encoder_seconds)
+        window = piece_seconds(pool.config.encoder_window)
         pieces = await asyncio.to_thread(cut, recording.to_float32(), window)
         decode = form.request(task)
         run_piece = pool_runner(pool, Clip(recording.samples), decode)

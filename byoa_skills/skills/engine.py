@@ -49,6 +49,17 @@ class SkillEngine:
         """The text sources, when they are set up."""
         return self.runtimes.text
 
+    def wake(self) -> None:
+        """Start the speech workers again if they were let go while idle; returns at once."""
+        if self.pool is not None:
+            self.pool.wake()
+
+    async def warm_up(self) -> None:
+        """Return once the speech workers are warm, starting them if they were let go while
+        idle (at once when no speech runs here)."""
+        if self.pool is not None:
+            await self.pool.warm_up()
+
     @property
     def ready(self) -> bool:
         """Whether calls can be answered now."""

@@ -84,6 +84,15 @@ class WalletShim:
                      skills=built.skills)  # fmt: skip
         return built.summary()
 
+    async def grant_when_warm(self, origin: Any, manifest: Any, grant: Any) -> dict[str, Any]:
+        """:meth:`create_grant`, answered once the speech workers are warm when the grant
+        holds ``audio.transcribe`` (they may have been let go while idle), so that the site's
+        first call is as fast as the next."""
+        summary = self.create_grant(origin, manifest, grant)
+        if "audio.transcribe" in summary.get("skills", ()):
+            await self.engine.warm_up()
+        return summary
+
     def release_grant(self, grant_id: str) -> bool:
         """Forget a grant; calls already running finish. False when it was not live."""
         released = self.grants.release(grant_id)

@@ -14,6 +14,7 @@ from byoa_skills.bench.scenarios import (
     direct,
     engine,
     gpu,
+    idle,
     link,
     longform,
     memory,
@@ -24,7 +25,7 @@ from byoa_skills.bench.scenarios import (
 )
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
-_ORDER = (wav, direct, cold, engine, memory, peer, gpu, link, text, batch, store, longform)
+_ORDER = (wav, direct, cold, engine, memory, idle, peer, gpu, link, text, batch, store, longform)
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import aiohttp
 
 from byoa_skills.bench.clips import load_clips, skill_body
-from byoa_skills.bench.server import EngineProcess, free_port, start_engine
+from byoa_skills.bench.server import EngineProcess, free_port, rss_mib, start_engine
 from byoa_skills.serve.app import HEADER_READ_SECONDS
 
 NAME = "soak"
@@ -296,19 +296,9 @@ async def _watch_memory(engine: EngineProcess, tally: Tally, calls: int,
     marks: list[float] = []
     while not stop.is_set() and len(marks) < 10:
         if tally.sent >= calls * (len(marks) + 1) / 10:
-            marks.append(process_rss_mb(engine.process.pid))
+            marks.append(round(rss_mib(engine.process.pid), 1))
         await asyncio.sleep(0.5)
     return marks
-
-
-def process_rss_mb(pid: int) -> float:
-    """A process's resident memory in MB (0 when it has ended)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return 0.0
-    kib = int(next(line.split()[1] for line in status if line.startswith("VmRSS:")))
-    return round(kib / 1024, 1)
 
 
 async def _never_reads(engine: EngineProcess, clip_body: str, stop: asyncio.Event) -> None:
@@ -412,7 +402,7 @@ async def _attack(engine: EngineProcess, calls: int) -> dict[str, Any]:
     from byoa_skills.demos.site.app import start_site
 
     def rss() -> float:
-        return process_rss_mb(engine.process.pid)
+        return rss_mib(engine.process.pid)
 
     before = rss()
     runner, _, demo = await start_site(host="localhost", hostile="never-reads",
