@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from poolkit import run_with_pool
 
 from byoa_skills.cli import build_parser, main
 from byoa_skills.commands.serve import pool_config
@@ -49,18 +50,6 @@ def tiny(engine_home: Path) -> PoolConfig:
 @pytest.fixture(scope="module")
 def jfk() -> object:
     return parse_wav((SPEECH / "jfk.wav").read_bytes())
-
-
-def run_with_pool(config: PoolConfig, body):  # type: ignore[no-untyped-def]
-    async def main():  # type: ignore[no-untyped-def]
-        pool = WorkerPool(config)
-        await pool.start()
-        try:
-            return await body(pool)
-        finally:
-            await pool.close()
-
-    return asyncio.run(main())
 
 
 async def start_calls(pool: WorkerPool, clip, count: int) -> list[asyncio.Task]:  # type: ignore[no-untyped-def]

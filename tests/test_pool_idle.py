@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 from engine import TOKEN, start_engine
 from grants import GEO_MANIFEST, grant
+from poolkit import run_with_pool
 from speech import skill_input
 
 from byoa_skills.models import model_path
@@ -28,18 +28,6 @@ def idle_pool(engine_home: Path) -> PoolConfig:
     """Two tiny.en workers let go after half a second without a call."""
     folder = model_path("tiny.en", cache_dir=engine_home / "cache" / "models")
     return PoolConfig(model_dir=folder, model_name="tiny.en", workers=2, idle_release=0.5)
-
-
-def with_pool(config: PoolConfig, body: Callable[[WorkerPool], Awaitable[Any]]) -> Any:
-    async def main() -> Any:
-        pool = WorkerPool(config)
-        await pool.start()
-        try:
-            return await body(pool)
-        finally:
-            await pool.close()
-
-    return asyncio.run(main())
 
 
 async def until(condition: Callable[[], bool], seconds: float = 120) -> None:
@@ -65,7 +53,7 @@ def test_idle_workers_are_let_go_and_the_next_call_starts_them(idle_pool: PoolCo
         assert not set(first) & set(pool.worker_pids())  # new processes
         return first, gone, ready, answer.text.lower(), pool.warm_workers
 
-    first, gone, ready, text, warm = with_pool(idle_pool, body)
+    first, gone, ready, text, warm = run_with_pool(idle_pool, body)
     assert len(first) == 2 and gone == 0 and ready
     assert "country" in text and warm == 2
 
@@ -85,7 +73,7 @@ def test_no_call_is_lost_while_the_workers_are_let_go_and_come_back(
             texts += [answer.text.lower() for answer in await asyncio.gather(*calls)]
         return texts
 
-    texts = with_pool(config, body)
+    texts = run_with_pool(config, body)
     assert len(texts) == 12 and all("country" in text for text in texts)
 
 
@@ -99,7 +87,7 @@ def test_warm_up_returns_once_every_worker_is_warm(idle_pool: PoolConfig) -> Non
         await pool.warm_up()
         return before, pool.warm_workers, pool.released
 
-    assert with_pool(config, body) == (0, 2, False)
+    assert run_with_pool(config, body) == (0, 2, False)
 
 
 def test_a_grant_is_answered_once_the_workers_are_warm_again(engine_home: Path) -> None:
