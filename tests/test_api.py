@@ -155,6 +155,10 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
     for name in ("byoa_calls_total", "byoa_call_seconds_bucket", "byoa_audio_seconds_total",
                  "byoa_queue_depth", "byoa_worker_restarts_total"):  # fmt: skip
         assert name in text
+    assert engine.metric("byoa_warm_workers") == 2
+    layout = next(line for line in text.splitlines() if line.startswith("byoa_pool_layout_info"))
+    assert 'workers="2"' in layout and 'encoder_seconds="15"' in layout
+    assert 'idle_release_seconds="0"' in layout and layout.endswith(" 1.0")
 
 
 def test_websocket_needs_the_token(engine: Engine) -> None:

@@ -159,10 +159,16 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         if machine["cores"] % p == 0
     }
     assert direct["best_throughput"] == max(x["throughput"] for x in direct["layouts"].values())
+    short = direct["best_short"]
+    assert f"{short['processes']}x{short['threads']}" == direct["best"]
+    assert direct["best_short_throughput"] == short["throughput"] > 0
 
     engine = scenarios["engine"]
     assert engine["vs_direct_best"] == pytest.approx(
         engine["best_throughput"] / direct["best_throughput"]
+    )
+    assert engine["vs_direct_best_short"] == pytest.approx(
+        engine["best_throughput"] / direct["best_short_throughput"]
     )
     for label in ("1s", "5s", "15s"):
         assert engine["overhead_ms"][label]["p50"] > 0

@@ -38,6 +38,10 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         out["direct_best_throughput"] = _figure(
             direct["best_throughput"], "clips/s", "higher", f"direct best ({direct['best']})"
         )
+        out["direct_best_short_throughput"] = _figure(
+            direct.get("best_short_throughput"), "clips/s", "higher",
+            f"direct best ({direct['best']}), 15 s window",
+        )  # fmt: skip
     if engine := _ok(results, "engine"):
         out["engine_throughput"] = _figure(
             engine["best_throughput"], "clips/s", "higher", "engine throughput, best level"
@@ -45,6 +49,10 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         out["engine_vs_direct_best"] = _figure(
             engine.get("vs_direct_best"), "ratio", "higher", "engine / direct best throughput"
         )
+        out["engine_vs_direct_best_short"] = _figure(
+            engine.get("vs_direct_best_short"), "ratio", "higher",
+            "engine / direct best, 15 s window",
+        )  # fmt: skip
         for label in ("1s", "5s", "15s"):
             out[f"engine_latency_{label}_p50_s"] = _figure(
                 engine["latency_s"][label]["p50"], "s", "lower", f"engine latency {label}, p50"

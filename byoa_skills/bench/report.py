@@ -89,6 +89,13 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 f"{_n(layout['throughput'])} | {layout['throughput_spread']:.1%} | "
                 f"{_n(lat['p50'])} | {_n(lat['p95'])} |"
             )
+        if short := entry.get("best_short"):
+            lat = short["latency_s"]
+            lines.append(
+                f"| {short['processes']} process x {short['threads']} thread, faster-whisper, "
+                f"{entry['short_window_s']} s window | {_n(short['throughput'])} | "
+                f"{short['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
+            )
     elif name in ("engine", "gpu", "peer", "link"):
         lines.append(STATS_HEAD.format("latency by clip (s)"))
         for label, stats in entry["latency_s"].items():
@@ -103,7 +110,13 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 "",
                 f"Best throughput {_n(entry['best_throughput'])} clips/s = "
                 f"{entry['vs_direct_best']:.0%} of direct best "
-                f"({_n(entry['direct_best'])} clips/s).",
+                f"({_n(entry['direct_best'])} clips/s)"
+                + (
+                    f", {entry['vs_direct_best_short']:.0%} of direct best on the 15 s window "
+                    f"({_n(entry['direct_best_short'])} clips/s)."
+                    if entry.get("vs_direct_best_short")
+                    else "."
+                ),
             ]
         if name == "peer":
             lines += [

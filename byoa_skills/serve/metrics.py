@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
 from byoa_skills.pool import WorkerPool
 
@@ -13,7 +13,8 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 120)
 
 
 class EngineMetrics:
-    """Calls by skill and outcome, latency, audio seconds, queue depth, worker restarts."""
+    """Calls by skill and outcome, latency, audio seconds, queue depth, worker restarts, warm
+    workers and the pool's layout."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -38,11 +39,26 @@ class EngineMetrics:
             "byoa_worker_restarts", "Workers replaced, by reason", ["reason"],
             registry=self.registry,
         )  # fmt: skip
+        self.warm_workers = Gauge(
+            "byoa_warm_workers", "Workers warm now (0 while let go after the idle time)",
+            registry=self.registry,
+        )  # fmt: skip
+        self.layout = Info(
+            "byoa_pool_layout", "How the speech pool is laid out", registry=self.registry
+        )
 
     def watch_pool(self, pool: WorkerPool) -> None:
         """Read the queue depth and busy workers from ``pool`` at each scrape."""
         self.queue_depth.set_function(lambda: pool.queue_depth)
         self.busy_workers.set_function(lambda: pool.busy_workers)
+        self.warm_workers.set_function(lambda: pool.warm_workers)
+        config = pool.config
+        self.layout.info({
+            "workers": str(config.workers), "threads": str(config.threads_per_worker),
+            "batch": str(config.max_batch),
+            "encoder_seconds": f"{config.encoder_window or 30.0:g}",
+            "idle_release_seconds": f"{config.idle_release:g}",
+        })  # fmt: skip
 
     def on_pool_event(self, kind: str, value: str | float) -> None:
         """The pool's event hook: counts worker restarts by reason."""

@@ -23,4 +23,7 @@ def run(ctx: Context) -> dict[str, Any]:
     best = ctx.shared.get("direct_best")
     figures["direct_best"] = best
     figures["vs_direct_best"] = figures["best_throughput"] / best if best else None
+    short = ctx.shared.get("direct_best_short")
+    figures["direct_best_short"] = short
+    figures["vs_direct_best_short"] = figures["best_throughput"] / short if short else None
     return figures

@@ -52,7 +52,10 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
         speech.update(
             model=config.model_name, device=str(config.device), backend=str(config.backend),
             ready=pool.ready, queued=pool.queue_depth, busy=pool.busy_workers,
-            restarts=pool.restarts,
+            restarts=pool.restarts, letGo=pool.released,
+            layout={"workers": config.workers, "threads": config.threads_per_worker,
+                    "batch": config.max_batch, "encoderSeconds": config.encoder_window or 30.0,
+                    "idleReleaseSeconds": config.idle_release},
             workers=[{"pid": pid, "rssMib": _rss_mib(pid)} for pid in pool.worker_pids()],
         )  # fmt: skip
     sources: list[dict[str, Any]] = []

@@ -297,7 +297,11 @@ async function loadEngine() {
   box.append(el('h3', { text: 'Speech' }), facts([
     ['Model', speech.model], ['Device', speech.device], ['Backend', speech.backend],
     ['Ready', speech.running ? (speech.ready ? 'yes' : 'not yet') : 'no speech model runs'],
-    ['Workers', workers.children.length ? workers : 'none'],
+    ['Workers', workers.children.length ? workers
+      : (speech.letGo ? 'let go while idle; the next call starts them' : 'none')],
+    ['Layout', speech.layout ? speech.layout.workers + ' × ' + speech.layout.threads + ' thread(s), batch '
+      + speech.layout.batch + ', encoder window ' + speech.layout.encoderSeconds + ' s, let go after '
+      + (speech.layout.idleReleaseSeconds ? speech.layout.idleReleaseSeconds + ' s idle' : 'never') : ''],
     ['Calls waiting / running', speech.running ? speech.queued + ' / ' + speech.busy : ''],
     ['Workers replaced', speech.restarts],
     ['Engine process', body.frontRssMib ? body.frontRssMib + ' MiB' : ''],
