@@ -15,6 +15,7 @@ from speech import CLIPS, SPEECH
 
 from byoa_skills.models import model_path
 from byoa_skills.pool import CallFailure, PoolConfig, Transcription, WorkerPool
+from byoa_skills.pool.pool import length_group
 from byoa_skills.wav import Clip, parse_wav
 
 SPOKEN = [c for c in CLIPS if c["kind"] not in ("silence", "noise")]
@@ -95,13 +96,46 @@ def test_a_call_within_the_window_joins_the_batch(tiny: PoolConfig) -> None:
         first = asyncio.create_task(outcome(pool.transcribe(clip("en-hello.wav"), "en")))
         await asyncio.sleep(0.3)  # the idle worker took the first call and waits for others
         assert pool.queue_depth == 0 and pool.busy_workers == 0
-        second = asyncio.create_task(outcome(pool.transcribe(clip("en-fox.wav"), "en")))
+        second = asyncio.create_task(outcome(pool.transcribe(clip("country-norway.wav"), "en")))
         return [await first, await second]
 
     first, second = with_pool(config, body)
     assert isinstance(first, Transcription) and isinstance(second, Transcription)
     assert first.batch_size == second.batch_size == 2
-    assert "lazy dog" in second.text.lower()
+    assert "norway" in second.text.lower()
+
+
+def test_a_batch_keeps_clips_of_one_length_together_and_each_deadline(tiny: PoolConfig) -> None:
+    config = replace(tiny, max_batch=4)
+    waiting = [("en-hello.wav", 120.0), ("en-long.wav", 120.0), ("country-peru.wav", 120.0),
+               ("jfk.wav", 120.0), ("country-kenya.wav", 0.05)]  # fmt: skip
+
+    async def body(pool: WorkerPool) -> list:
+        blocker = asyncio.create_task(outcome(pool.transcribe(clip("jfk.wav"), "en")))
+        while pool.busy_workers == 0:
+            await asyncio.sleep(0.01)
+        # these wait behind the blocker; then short clips run together, long ones together
+        answers = await together(pool, [(clip(name), "en", seconds) for name, seconds in waiting])
+        await blocker
+        return answers
+
+    hello, long, peru, jfk, kenya = with_pool(config, body)
+    assert kenya == "deadline-exceeded"  # its deadline passed while it waited
+    assert (hello.batch_size, peru.batch_size) == (2, 2)  # the 1 s clips
+    assert (long.batch_size, jfk.batch_size) == (2, 2)  # the 11 and 13 s clips
+    assert "hello" in hello.text.lower() and "fellow americans" in jfk.text.lower()
+
+
+def test_length_groups() -> None:
+    assert [length_group(int(s * 16000)) for s in (0.5, 2.0, 2.1, 6.0, 14.9, 15.0, 29.0)] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+    ]
 
 
 def test_each_call_keeps_its_own_deadline_inside_a_batch(tiny: PoolConfig) -> None:

@@ -38,7 +38,7 @@ from byoa_skills.pool.messages import Job, JobItem, Refusal
 from byoa_skills.pool.worker import WorkerDied, WorkerProcess
 from byoa_skills.runtimes.speech.base import Transcript
 from byoa_skills.runtimes.speech.options import DecodeRequest
-from byoa_skills.wav import Clip, max_frames
+from byoa_skills.wav import SAMPLE_RATE, Clip, max_frames
 
 log = logging.getLogger("byoa_skills.pool")
 
@@ -104,6 +104,22 @@ class _Call:
 
     def __lt__(self, other: _Call) -> bool:  # the queue's order
         return (self.priority, self.order) < (other.priority, other.order)
+
+
+#: The clip lengths (seconds, upper bounds) a batch keeps together: a batch waits for its
+#: longest clip's decode, so only clips of about one length gain by sharing it
+#: (docs/pool.md).
+LENGTH_GROUPS = (2.0, 6.0, 15.0)
+
+
+def length_group(frames: int) -> int:
+    """Which of :data:`LENGTH_GROUPS` a clip of ``frames`` samples falls in (the last group,
+    ``len(LENGTH_GROUPS)``, holds everything longer)."""
+    seconds = frames / SAMPLE_RATE
+    return next(
+        (index for index, bound in enumerate(LENGTH_GROUPS) if seconds <= bound),
+        len(LENGTH_GROUPS),
+    )
 
 
 @dataclass
@@ -408,24 +424,38 @@ class WorkerPool:
         await self._replace(slot, reason)
 
     async def _join(self, slot: _Slot, first: _Call) -> list[_Call]:
-        """``first`` and the calls that join its batch: every one waiting now, up to the
-        batch size, and those that come within the batch window while no other worker is
-        free to take them."""
+        """``first`` and the calls of its length group (:func:`length_group`) that join its
+        batch: every one waiting now, up to the batch size, and those that come within the
+        batch window while no other worker is free to take them. Calls of other lengths go
+        back to the queue in their places."""
         calls = [first]
         limit = max(1, self.config.max_batch)
+        if limit == 1:
+            return calls
+        group = length_group(first.clip.frames)
+        others: list[_Call] = []
+        while len(calls) < limit and not self._queue.empty():  # no await: nothing else runs
+            call = self._queue.get_nowait()
+            (calls if length_group(call.clip.frames) == group else others).append(call)
+        for call in others:  # back in their places, before anyone else can fill the queue
+            self._queue.put_nowait(call)
         closes = time.monotonic() + self.config.batch_window
         while len(calls) < limit:
-            if not self._queue.empty():
-                calls.append(self._queue.get_nowait())
-                continue
             wait = closes - time.monotonic()
             others_busy = all(s.busy or s.gave_up or s is slot for s in self._slots)
             if wait <= 0 or not others_busy:
                 break
             try:
-                calls.append(await asyncio.wait_for(self._queue.get(), wait))
+                call = await asyncio.wait_for(self._queue.get(), wait)
             except asyncio.TimeoutError:
                 break
+            if length_group(call.clip.frames) != group:
+                try:
+                    self._queue.put_nowait(call)
+                except asyncio.QueueFull:  # its room was taken meanwhile: it runs here
+                    calls.append(call)
+                break
+            calls.append(call)
         return calls
 
     @staticmethod

@@ -141,7 +141,12 @@ class WorkerProcess:
             self._loop.remove_reader(self._conn.fileno())
         self._process.join(0)
         code = self._process.exitcode
-        how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit {code}"
+        if code is None:
+            how = "its pipes closed"
+        elif code < 0:
+            how = f"signal {signal.Signals(-code).name}"
+        else:
+            how = f"exit {code}"
         error = WorkerDied(f"worker {self._process.name} (pid {self.pid}) ended: {how}")
         if not self._ready.done():
             self._ready.set_exception(WorkerStartFailed(str(error)))
@@ -149,4 +154,13 @@ class WorkerProcess:
             self._job[1].set_exception(error)
         self._exited.set()
         self._conn.close()
-        self._process.close()  # its sentinel pipe now, not whenever it is collected
+        self._close_when_reaped()
+
+    def _close_when_reaped(self) -> None:
+        """Close the process's sentinel pipe now, not whenever the object is collected. Its
+        pipes can close a moment before the process can be reaped: then look again soon."""
+        self._process.join(0)
+        if self._process.exitcode is None:
+            self._loop.call_later(0.05, self._close_when_reaped)
+            return
+        self._process.close()
