@@ -108,6 +108,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
                         "higher",
                         f"engine / peer throughput at concurrency {c}",
                     )
+                    if c == 1:
+                        out["engine_vs_peer_latency_c1"] = _figure(
+                            mine["latency_s"]["p50"] / level["latency_s"]["p50"], "ratio",
+                            "lower", "engine / peer p50 latency at concurrency 1",
+                        )  # fmt: skip
     if link := _ok(results, "link"):
         out["link_throughput"] = _figure(
             link["best_throughput"], "clips/s", "higher", "direct link throughput, best level"
