@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,11 +120,18 @@ def test_models_lists_the_speech_model(engine: Engine) -> None:
     assert ids[:2] == ["whisper-1", "base"]
 
 
-def test_activity_lists_the_local_clients_calls_without_content(engine: Engine) -> None:
-    transcribe(engine, JFK.open("rb"), language="en")
+def activity_rows(engine: Engine) -> list[dict[str, Any]]:
     with sqlite3.connect(Path(engine.home) / "data" / "wallet.sqlite3") as db:
-        rows = [json.loads(r[0]) for r in db.execute("SELECT entry FROM activity ORDER BY id")]
-    local = [entry for entry in rows if entry.get("kind") == "local"]
+        return [json.loads(r[0]) for r in db.execute("SELECT entry FROM activity ORDER BY id")]
+
+
+def test_activity_lists_the_local_clients_calls_without_content(engine: Engine) -> None:
+    before = len(activity_rows(engine))
+    transcribe(engine, JFK.open("rb"), language="en")
+    limit = time.monotonic() + 30
+    while len(rows := activity_rows(engine)) == before and time.monotonic() < limit:
+        time.sleep(0.05)  # the engine's writer thread writes the entry just after the answer
+    local = [entry for entry in rows[before:] if entry.get("kind") == "local"]
     assert local and local[-1]["skill"] == "audio.transcribe" and local[-1]["outcome"] == "ok"
     assert local[-1]["clipSeconds"] == pytest.approx(11.0) and "origin" not in local[-1]
     assert "fellow" not in json.dumps(rows).lower() and "grant" not in local[-1]
