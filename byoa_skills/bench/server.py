@@ -115,22 +115,22 @@ class EngineProcess:
         """Base URL of the local API."""
         return f"http://127.0.0.1:{self.port}"
 
-    def ready(self) -> tuple[bool, list[int]]:
-        """``(ready, worker pids)`` from GET /ready."""
+    def _ready_body(self) -> dict[str, Any]:
+        """GET /ready's JSON body; empty while the engine does not answer 200."""
         try:
             with urllib.request.urlopen(self.url + "/ready", timeout=10) as response:
-                body = json.loads(response.read())
-                return bool(body.get("ready")), [int(p) for p in body.get("workers", [])]
+                return dict(json.loads(response.read()))
         except (urllib.error.URLError, OSError, ValueError):
-            return False, []
+            return {}
+
+    def ready(self) -> tuple[bool, list[int]]:
+        """``(ready, worker pids)`` from GET /ready."""
+        body = self._ready_body()
+        return bool(body.get("ready")), [int(p) for p in body.get("workers", [])]
 
     def warm(self) -> int:
         """How many workers are warm now, from GET /ready (0 while not ready)."""
-        try:
-            with urllib.request.urlopen(self.url + "/ready", timeout=10) as response:
-                return int(json.loads(response.read()).get("warm", 0))
-        except (urllib.error.URLError, OSError, ValueError):
-            return 0
+        return int(self._ready_body().get("warm", 0))
 
     def wait_ready(self, timeout: float = 600) -> float:
         """Wait for /ready to answer 200; the seconds from the process start to then."""
