@@ -14,7 +14,7 @@ from byoa_skills.bench import compare, plots, report
 from byoa_skills.bench.context import settings_for
 from byoa_skills.bench.progress import RichReporter
 from byoa_skills.bench.runner import prepare, resolve_device, run_scenarios
-from byoa_skills.bench.scenarios import names
+from byoa_skills.bench.scenarios import BY_NAME_ONLY, default_names, names
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -39,7 +39,9 @@ def parser() -> argparse.ArgumentParser:
         "scenarios",
         nargs="*",
         metavar="SCENARIO",
-        help=f"what to run (default: all): {', '.join(every)}",
+        help=f"what to run (default: all but {', '.join(BY_NAME_ONLY)}): {', '.join(every)}; "
+        "tune measures the layouts that fit this machine and keeps the best in the user's "
+        "config, where serve reads it; soak runs alone (byoa-bench soak --help)",
     )
     command.add_argument(
         "--quick",
@@ -96,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = settings_for(args.quick, args.model, device, args.calls, args.repeats, args.sweep)
     with RichReporter(err) as reporter:
         ctx = prepare(settings, reporter)
-        results = run_scenarios(ctx, args.scenarios or every)
+        results = run_scenarios(ctx, args.scenarios or default_names())
     rows = compare.changes(old, results) if old else None
     if rows:
         results["compare"] = compare.markdown(rows)

@@ -97,6 +97,8 @@ class Context:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)
+    #: Where ``tune`` keeps the layout it chose: the user's own config, not the run's home.
+    layout_path: Path | None = None
 
     @property
     def workers(self) -> int:

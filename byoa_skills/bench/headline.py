@@ -133,6 +133,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             out[f"text_added_{name}_p50_ms"] = _figure(
                 source["added_p50_ms"], "ms", "lower", f"engine's added latency, {name} source"
             )
+    if tune := _ok(results, "tune"):
+        out["tune_best_throughput"] = _figure(
+            tune["candidates"][tune["best"]]["throughput"], "clips/s", "higher",
+            f"tuned layout ({tune['best']}), kept for serve",
+        )  # fmt: skip
     if gpu := _ok(results, "gpu"):
         out["gpu_throughput"] = _figure(
             gpu["best_throughput"], "clips/s", "higher", "engine on CUDA, best level"

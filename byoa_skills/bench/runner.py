@@ -30,12 +30,15 @@ def prepare(settings: Settings, reporter: Reporter, home: Path | None = None) ->
     """A run's context: a temporary ``BYOA_SKILLS_HOME`` whose cache holds the model
     (assembled from its verified source by ``ensure_model``), the clips, the cores."""
     from byoa_skills.models import ensure_model
+    from byoa_skills.pool.tuned import layout_path
 
+    user_layout = layout_path()  # the user's config, before the run's home replaces it
     home = home or make_home()
     os.environ["BYOA_SKILLS_HOME"] = str(home)
     model_dir = ensure_model(settings.model, cache_dir=home / "cache" / "models")
     clips, source = load_clips()
-    return Context(settings, clips, source, home, Path(model_dir), available_cores(), reporter)
+    return Context(settings, clips, source, home, Path(model_dir), available_cores(), reporter,
+                   layout_path=user_layout)  # fmt: skip
 
 
 def run_scenarios(ctx: Context, selected: Sequence[str]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from byoa_skills.pool import (
     default_layout,
     default_max_batch,
 )
+from byoa_skills.pool.tuned import TunedLayout, read_tuned
 from byoa_skills.runtimes.text import TextRuntime
 from byoa_skills.serve.app import HEADER_READ_SECONDS, LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
@@ -105,12 +106,13 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument(
         "--workers", type=pool_setting("workers", int),
-        help="worker processes (default: one per core on the CPU, one on CUDA)",
+        help="worker processes (default: the layout `byoa-bench tune` measured, else one per "
+        "core on the CPU, one on CUDA)",
     )  # fmt: skip
     parser.add_argument(
         "--threads", type=pool_setting("threads_per_worker", int),
-        default=PoolConfig.threads_per_worker,
-        help=f"threads per worker (default {PoolConfig.threads_per_worker})",
+        help="threads per worker (default: the layout `byoa-bench tune` measured, else "
+        f"{PoolConfig.threads_per_worker})",
     )  # fmt: skip
     parser.add_argument(
         "--queue", type=pool_setting("max_queue", int), default=PoolConfig.max_queue,
@@ -118,8 +120,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--max-batch", type=pool_setting("max_batch", int), default=None,
-        help=f"calls a worker decodes together (default {default_max_batch(Device.CPU)} on "
-        f"the CPU, {default_max_batch(Device.CUDA)} on CUDA; 1: no batching)",
+        help="calls a worker decodes together (default: the layout `byoa-bench tune` "
+        f"measured, else {default_max_batch(Device.CPU)} on the CPU, "
+        f"{default_max_batch(Device.CUDA)} on CUDA; 1: no batching)",
     )  # fmt: skip
     parser.add_argument(
         "--batch-window-ms", type=pool_setting("batch_window", float, scale=1e-3),
@@ -170,7 +173,7 @@ def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) 
     model = resolve_model(args)
     if model is None:
         return 1
-    config = pool_config(args, *model)
+    config = pool_config(args, *model, tuned=read_tuned(model[0], model[2]))
     token = api_token(args.token)
     try:
         asyncio.run(serve(config, args.host, args.port, token, links, retention_of(args)))
@@ -181,18 +184,31 @@ def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) 
 
 
 def pool_config(
-    args: argparse.Namespace, model_name: str, model_dir: Path, device: str
+    args: argparse.Namespace,
+    model_name: str,
+    model_dir: Path,
+    device: str,
+    tuned: TunedLayout | None = None,
 ) -> PoolConfig:
     """The pool the engine's flags describe for a model and a resolved device (``cpu`` or
-    ``cuda``); the layout and batch size the flags leave out are the device's defaults.
+    ``cuda``). Each of workers, threads and batch size comes from its flag when given, else
+    from ``tuned`` (the layout ``byoa-bench tune`` measured), else the device's default.
     Raises ``ValueError`` naming the flag when the flags do not make a pool."""
-    workers, _ = default_layout(device)
+    workers, threads = default_layout(device)
+    batch = default_max_batch(device)
+    source = "default"
+    if tuned is not None and None in (args.workers, args.threads, args.max_batch):
+        workers, threads, batch = tuned.workers, tuned.threads, tuned.max_batch
+        source = f"tuned {tuned.measured_at}".strip()
+    elif args.workers or args.threads or args.max_batch:
+        source = "flags"
     return PoolConfig(
         model_dir=model_dir, model_name=model_name, device=device, backend=args.backend,
-        workers=args.workers or workers, threads_per_worker=args.threads, max_queue=args.queue,
-        max_batch=args.max_batch or default_max_batch(device),
+        workers=args.workers or workers, threads_per_worker=args.threads or threads,
+        max_queue=args.queue, max_batch=args.max_batch or batch,
         batch_window=args.batch_window_ms / 1000, encoder_seconds=args.encoder_seconds,
         idle_release=getattr(args, "idle_release", PoolConfig.idle_release),
+        layout_source=source,
     )  # fmt: skip
 
 
@@ -245,8 +261,9 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    log.info("event=listening url=http://%s:%d workers=%d model=%s device=%s",
-             host, port, config.workers, config.model_name, config.device)  # fmt: skip
+    log.info("event=listening url=http://%s:%d workers=%d threads=%d batch=%d layout=%r "
+             "model=%s device=%s", host, port, config.workers, config.threads_per_worker,
+             config.max_batch, config.layout_source, config.model_name, config.device)  # fmt: skip
     try:
         starting = asyncio.create_task(pool.start())
         stopping = asyncio.create_task(stop.wait())

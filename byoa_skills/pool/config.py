@@ -117,6 +117,9 @@ class PoolConfig:
     #: After this many seconds without a call the workers are let go (the front process
     #: stays); the next call, grant or request starts them again. 0: never.
     idle_release: float = field(default=600.0, metadata=_flag("--idle-release"))
+    #: Where workers, threads and batch size came from: ``default``, ``flags``, or ``tuned``
+    #: and when (the layout ``byoa-bench tune`` measured; :mod:`byoa_skills.pool.tuned`).
+    layout_source: str = "default"
 
     def __post_init__(self) -> None:
         for name in _RULES:

@@ -58,6 +58,7 @@ class EngineMetrics:
             "batch": str(config.max_batch),
             "encoder_seconds": f"{config.encoder_window or 30.0:g}",
             "idle_release_seconds": f"{config.idle_release:g}",
+            "source": config.layout_source,
         })  # fmt: skip
 
     def on_pool_event(self, kind: str, value: str | float) -> None:

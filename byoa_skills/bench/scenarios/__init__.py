@@ -21,14 +21,24 @@ from byoa_skills.bench.scenarios import (
     peer,
     store,
     text,
+    tune,
     wav,
 )
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
-_ORDER = (wav, direct, cold, engine, memory, idle, peer, gpu, link, text, batch, store, longform)
+_ORDER = (
+    wav, direct, cold, engine, memory, idle, peer, gpu, link, text, batch, store, longform, tune
+)  # fmt: skip
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
+#: Scenarios a run without names leaves out: ``tune`` changes the user's config.
+BY_NAME_ONLY = ("tune",)
 
 
 def names() -> list[str]:
     """Scenario names in run order."""
     return list(SCENARIOS)
+
+
+def default_names() -> list[str]:
+    """What a run measures when no scenario is named."""
+    return [name for name in SCENARIOS if name not in BY_NAME_ONLY]

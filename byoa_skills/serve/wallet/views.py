@@ -55,7 +55,8 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
             restarts=pool.restarts, letGo=pool.released,
             layout={"workers": config.workers, "threads": config.threads_per_worker,
                     "batch": config.max_batch, "encoderSeconds": config.encoder_window or 30.0,
-                    "idleReleaseSeconds": config.idle_release},
+                    "idleReleaseSeconds": config.idle_release,
+                    "source": config.layout_source},
             workers=[{"pid": pid, "rssMib": _rss_mib(pid)} for pid in pool.worker_pids()],
         )  # fmt: skip
     sources: list[dict[str, Any]] = []

@@ -285,6 +285,13 @@ function liveActivity(entry) {
 
 // -- engine and pairings -------------------------------------------------------------------
 
+function layoutSource(source) {
+  if (source === 'flags') return 'the options serve was started with';
+  if (source && source.startsWith('tuned')) return 'measurement on this computer (byoa-bench tune'
+    + (source.length > 6 ? ', ' + source.slice(6) : '') + ')';
+  return 'the defaults (run byoa-bench tune to measure this computer)';
+}
+
 async function loadEngine() {
   const { body } = await api('engine');
   const box = document.getElementById('engine');
@@ -302,6 +309,7 @@ async function loadEngine() {
     ['Layout', speech.layout ? speech.layout.workers + ' × ' + speech.layout.threads + ' thread(s), batch '
       + speech.layout.batch + ', encoder window ' + speech.layout.encoderSeconds + ' s, let go after '
       + (speech.layout.idleReleaseSeconds ? speech.layout.idleReleaseSeconds + ' s idle' : 'never') : ''],
+    ['Layout chosen by', speech.layout ? layoutSource(speech.layout.source) : ''],
     ['Calls waiting / running', speech.running ? speech.queued + ' / ' + speech.busy : ''],
     ['Workers replaced', speech.restarts],
     ['Engine process', body.frontRssMib ? body.frontRssMib + ' MiB' : ''],
