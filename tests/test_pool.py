@@ -331,10 +331,12 @@ def test_recycle_thresholds_spread_around_the_setting() -> None:
 
 def test_the_engine_flags_take_their_defaults_from_the_pool_config() -> None:
     args = build_parser().parse_args(["serve"])
-    assert (args.threads, args.queue) == (PoolConfig.threads_per_worker, PoolConfig.max_queue)
+    assert args.queue == PoolConfig.max_queue
+    assert (args.workers, args.threads, args.max_batch) == (None, None, None)  # tuned or default
     assert (args.backend, args.device) == (PoolConfig.backend, PoolConfig.device)
     cpu = pool_config(args, "tiny.en", Path("m"), "cpu")
     assert (cpu.workers, cpu.max_batch, cpu.device) == (available_cores(), 1, Device.CPU)
+    assert cpu.threads_per_worker == PoolConfig.threads_per_worker
     assert (cpu.batch_window, cpu.encoder_seconds) == (0.0, None)
     assert cpu.encoder_window == DEFAULT_ENCODER_SECONDS == cpu.decode_options().encoder_seconds
     whole = pool_config(build_parser().parse_args(["serve", "--encoder-seconds", "30"]),

@@ -100,3 +100,23 @@ def test_serve_starts_with_the_tuned_layout_and_shows_it(tuned_engine: Engine) -
     assert 'workers="1"' in info and 'threads="2"' in info and 'batch="3"' in info
     assert 'source="tuned ' in info
     assert "threads=2 batch=3 layout='tuned" in tuned_engine.log.read_text()
+
+
+@pytest.mark.slow
+def test_byoa_bench_tune_measures_and_keeps_a_layout_serve_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from byoa_skills.bench import cli
+
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "user"))
+    out = tmp_path / "out"
+    argv = ["tune", "--quick", "--model", "tiny.en", "--calls", "3", "--out", str(out)]
+    assert cli.main([*argv, "--no-plots"]) == 0
+    figures = json.loads((out / "results.json").read_text())["scenarios"]["tune"]
+    assert figures["status"] == "ok" and set(figures["candidates"]) == {
+        f"{w}x{t} b{b}" for w, t, b in candidates(available_cores(), quick=True)
+    }
+    assert all(c["throughput"] > 0 for c in figures["candidates"].values())
+    kept = read_tuned("tiny.en", "cpu", tmp_path / "user" / "config" / FILE_NAME)
+    assert kept is not None and kept.describe() == figures["best"]
+    assert set(kept.figures) == set(figures["candidates"])
