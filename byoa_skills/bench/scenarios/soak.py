@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="byoa-bench soak", description=__doc__)
     parser.add_argument("--calls", type=int, default=10_000, help="calls in the chaos run")
     parser.add_argument("--quiet-calls", type=int, default=40, help="good clips, quiet run")
-    parser.add_argument("--warmup-calls", type=int, default=200,
-                        help="mixed calls without chaos before the start's figures")  # fmt: skip
+    parser.add_argument("--warmup-calls", type=int, default=1000,
+                        help="mixed calls, chaos too, before the start's figures")  # fmt: skip
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--workers", type=int, default=2)
@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0 if report["lost"] == 0 and report["answered_twice"] == 0 else 1
+    lost = report["lost"] + report["warmup_lost"]
+    return 0 if lost == 0 and report["answered_twice"] + report["warmup_answered_twice"] == 0 else 1
 
 
 def run_soak(args: argparse.Namespace) -> dict[str, Any]:
@@ -126,32 +127,31 @@ async def _run(engine: EngineProcess, args: argparse.Namespace, rng: random.Rand
     good = [json.dumps(skill_body(clips[label])) for label in ("1s", "5s")]
     headers = {"Authorization": f"Bearer {engine.token}", "Content-Type": "application/json"}
     quiet, chaos, warm = Tally(), Tally(), Tally()
+    first = snapshot(engine)
+    # every road once first, the chaos's too (text source connections, grants, the activity
+    # log, workers replaced, clients cut off), so that the start's figures are those of an
+    # engine in use: the memory a first use of each road takes is not a leak
     async with _session(headers) as http:
-        # every road once first (text source connections, grants, the activity log), so that
-        # the start's figures are those of an engine in use
+        warming = _troubles(engine, rng, args.chaos_every, good[0], warm, args.warmup_calls)
         await _drive(engine, http, good, warm, args.warmup_calls, args.concurrency, rng, mix=True)
+        warm_chaos, _ = await warming.finish()
+    await _settle(engine, args.workers)
+    async with _session(headers) as http:
         await _drive(engine, http, good, quiet, args.quiet_calls, args.concurrency, rng, mix=False)
     await _settle(engine, args.workers)  # the quiet run's connections are closed by then
     start = snapshot(engine)
-    stop = asyncio.Event()
-    troubles = [
-        asyncio.create_task(_chaos(engine, rng, args.chaos_every, stop)),
-        asyncio.create_task(_never_reads(engine, good[0], stop)),
-        asyncio.create_task(_slow_heads(engine, stop)),
-        asyncio.create_task(_watch_memory(engine, chaos, args.calls, stop)),
-    ]
+    troubles = _troubles(engine, rng, args.chaos_every, good[0], chaos, args.calls)
     began = time.monotonic()
     async with _session(headers) as http:
         await _drive(engine, http, good, chaos, args.calls, args.concurrency, rng, mix=True)
     seconds = time.monotonic() - began
-    stop.set()
-    chaos_log, _, _, memory = await asyncio.gather(*troubles)
-    for pid in engine.workers():  # nothing stays stopped
-        _signal(pid, signal.SIGCONT)
+    chaos_log, memory = await troubles.finish()
     await _settle(engine, args.workers)
     end = snapshot(engine)
     return {
         "calls": args.calls, "warmup_calls": args.warmup_calls,
+        "warmup_chaos": warm_chaos, "before_warmup": first,
+        "warmup_lost": warm.lost, "warmup_answered_twice": warm.answered_twice,
         "concurrency": args.concurrency, "model": args.model,
         "workers": args.workers, "seconds": round(seconds, 1),
         "sent": chaos.sent, "answered": chaos.answered, "lost": chaos.lost,
@@ -160,6 +160,35 @@ async def _run(engine: EngineProcess, args: argparse.Namespace, rng: random.Rand
         "latency": {"quiet": _percentiles(quiet.good_latency),
                     "chaos": _percentiles(chaos.good_latency)},
     }  # fmt: skip
+
+
+@dataclass
+class Troubles:
+    """The chaos and the hostile clients running beside a part of the run."""
+
+    engine: EngineProcess
+    stop: asyncio.Event
+    tasks: list[asyncio.Task[Any]]
+
+    async def finish(self) -> tuple[list[str], list[float]]:
+        """Stop them; (what the chaos did, serve's RSS by tenth). Nothing stays stopped."""
+        self.stop.set()
+        chaos_log, _, _, memory = await asyncio.gather(*self.tasks)
+        for pid in await asyncio.to_thread(self.engine.workers):
+            _signal(pid, signal.SIGCONT)
+        return chaos_log, memory
+
+
+def _troubles(engine: EngineProcess, rng: random.Random, every: float, clip_body: str,
+              tally: Tally, calls: int) -> Troubles:  # fmt: skip
+    stop = asyncio.Event()
+    tasks = [
+        asyncio.create_task(_chaos(engine, rng, every, stop)),
+        asyncio.create_task(_never_reads(engine, clip_body, stop)),
+        asyncio.create_task(_slow_heads(engine, stop)),
+        asyncio.create_task(_watch_memory(engine, tally, calls, stop)),
+    ]
+    return Troubles(engine, stop, tasks)
 
 
 async def _drive(engine: EngineProcess, http: aiohttp.ClientSession, good: list[str],
@@ -469,7 +498,9 @@ def _text_source(home: Path) -> tuple[subprocess.Popen[bytes], str]:
 def markdown(report: dict[str, Any]) -> str:
     """The report as the Markdown of docs/reliability.md."""
     lines = [
-        f"calls {report['calls']} (after {report['warmup_calls']} mixed calls to warm up) at "
+        f"calls {report['calls']} (after {report['warmup_calls']} mixed calls with chaos to warm "
+        f"up: {Counter(report['warmup_chaos'])['kill']} kills, "
+        f"{Counter(report['warmup_chaos'])['stop']} stops, {report['warmup_lost']} lost) at "
         f"concurrency {report['concurrency']}, model "
         f"{report['model']}, {report['workers']} workers, {report['seconds']} s; chaos: "
         f"{Counter(report['chaos'])['kill']} kills, {Counter(report['chaos'])['stop']} stops",
@@ -493,7 +524,9 @@ def markdown(report: dict[str, Any]) -> str:
         f"shared-memory segments mapped: {report['start']['shm_segments']} at the start, "
         f"{report['end']['shm_segments']} at the end",
         "",
-        "serve RSS (MB) after each tenth of the calls: "
+        f"serve RSS (MB) before the warm-up: "
+        f"{report['before_warmup']['processes'].get('serve', {}).get('rss_mb', '-')}; "
+        "after each tenth of the calls: "
         + ", ".join(str(mark) for mark in report.get("serve_rss_by_tenth", [])),
         "",
         f"good clips, quiet: {report['latency']['quiet']}; during the chaos: "
