@@ -40,6 +40,8 @@ NAME = "soak"
 TITLE = "Soak and chaos: a long mixed run with workers killed and stopped"
 #: Every call's deadline: a stopped worker's call ends then, never later.
 CALL_DEADLINE_SECONDS = 20
+#: How long aiohttp keeps an idle pooled connection (its connector's default), in seconds.
+POOLED_CONNECTION_SECONDS = 15.0
 MANIFEST = {
     "byoa": "0.1-draft",
     "purpose": {"summary": "A soak run", "limits": {"maxCallsPerMinute": 1200,
@@ -371,13 +373,14 @@ def _session(headers: dict[str, str]) -> aiohttp.ClientSession:
 
 async def _settle(engine: EngineProcess, workers: int) -> None:
     """Wait until all ``workers`` are warm again (none is being replaced, so no starting
-    process's pipes are counted), then past the idle-socket timeout, so that only the
-    connections still in use are open."""
+    process's pipes are counted), then past the idle-socket timeouts (the engine's for its
+    clients, aiohttp's for the engine's pooled connections to the text source), so that only
+    the connections still in use are open."""
     for _ in range(1200):
         if await asyncio.to_thread(engine.warm) >= workers:
             break
         await asyncio.sleep(0.1)
-    await asyncio.sleep(HEADER_READ_SECONDS + 2)
+    await asyncio.sleep(max(HEADER_READ_SECONDS, POOLED_CONNECTION_SECONDS) + 2)
 
 
 def _signal(pid: int, signum: int) -> None:
