@@ -190,6 +190,17 @@ def start_engine(
     return EngineProcess.start(home, args, log_name=log_name)
 
 
+def grant_request(
+    origin: str, manifest: dict[str, Any], skills: list[str], hours: float = 1.0
+) -> dict[str, Any]:
+    """The body of ``POST /v1/grants`` allowing ``origin`` (declaring ``manifest``) the
+    ``skills`` for ``hours``, within 1 USD a session."""
+    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + hours * 3600))
+    grant = {"byoa": "0.1-draft", "skills": skills, "budget": {"perSession": "1 USD"},
+             "expiresAt": expires}  # fmt: skip
+    return {"origin": origin, "manifest": manifest, "grant": grant}
+
+
 def json_body(body: Any) -> bytes:
     """The JSON bytes of a call's body."""
     return json.dumps(body).encode()

@@ -16,7 +16,7 @@ import aiohttp
 
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.scenarios import enginerun
-from byoa_skills.bench.server import EngineProcess, rss_mib, start_engine
+from byoa_skills.bench.server import EngineProcess, grant_request, rss_mib, start_engine
 from byoa_skills.bench.stats import summarize
 
 NAME = "idle"
@@ -97,13 +97,7 @@ def _wait_until_let_go(engine: EngineProcess) -> float:
 
 
 async def _grant_then_calls(engine: EngineProcess, body: bytes, repeats: int) -> dict[str, Any]:
-    grant = {
-        "byoa": "0.1-draft",
-        "skills": ["audio.transcribe"],
-        "budget": {"perSession": "1 USD"},
-        "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)),
-    }
-    request = {"origin": "https://idle.example", "manifest": MANIFEST, "grant": grant}
+    request = grant_request("https://idle.example", MANIFEST, ["audio.transcribe"])
     headers = {"Authorization": f"Bearer {engine.token}"}
     async with aiohttp.ClientSession() as session:
         began = time.perf_counter()

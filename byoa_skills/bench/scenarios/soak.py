@@ -33,7 +33,13 @@ from typing import Any
 import aiohttp
 
 from byoa_skills.bench.clips import load_clips, skill_body
-from byoa_skills.bench.server import EngineProcess, free_port, rss_mib, start_engine
+from byoa_skills.bench.server import (
+    EngineProcess,
+    free_port,
+    grant_request,
+    rss_mib,
+    start_engine,
+)
 from byoa_skills.serve.app import HEADER_READ_SECONDS
 
 NAME = "soak"
@@ -274,13 +280,8 @@ async def _over_ws(ws: aiohttp.ClientWebSocketResponse, call_id: int, kind: str,
 
 
 async def _new_grant(engine: EngineProcess, http: aiohttp.ClientSession) -> str:
-    grant = {
-        "byoa": "0.1-draft",
-        "skills": ["audio.transcribe", "text.generate"],
-        "budget": {"perSession": "1 USD"},
-        "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 7200)),
-    }
-    body = {"origin": "https://soak.example", "manifest": MANIFEST, "grant": grant}  # fmt: skip
+    skills = ["audio.transcribe", "text.generate"]
+    body = grant_request("https://soak.example", MANIFEST, skills, hours=2)
     async with http.post(f"{engine.url}/v1/grants", json=body) as answer:
         summary = await answer.json()
     if not summary.get("ok"):
