@@ -1,5 +1,6 @@
-"""``batch``: the engine with and without batching across calls, in the layouts that fit the
-cores, with the whole 30 s encoder window and with the first 15 s only. For each: latency at
+"""``batch``: the engine with and without batching across calls (in length groups), in the
+layouts that fit the cores, with the whole 30 s encoder window and with the first 15 s only
+(the default). For each: latency at
 concurrency 1 by clip length, and throughput with 8 calls in flight for 1 s, 5 s and 15 s
 clips and their mix, next to "direct best" (the runtime called directly, one clip at a time,
 in its best layout)."""
@@ -27,8 +28,8 @@ def configurations(ctx: Context) -> list[dict[str, Any]]:
     """The engine set-ups compared: ``workers``, ``threads``, ``batch``, ``encoder``."""
     cores = ctx.cores
     every = [
-        (ctx.workers, 1, 1, None), (ctx.workers, 1, 4, None), (1, cores, 4, None),
-        (1, cores, 8, None), (ctx.workers, 1, 1, 15.0), (ctx.workers, 1, 4, 15.0),
+        (ctx.workers, 1, 1, 30.0), (ctx.workers, 1, 4, 30.0), (1, cores, 4, 30.0),
+        (1, cores, 8, 30.0), (ctx.workers, 1, 1, 15.0), (ctx.workers, 1, 4, 15.0),
         (1, cores, 8, 15.0),
     ]  # fmt: skip
     if ctx.settings.quick:
@@ -39,8 +40,7 @@ def configurations(ctx: Context) -> list[dict[str, Any]]:
 
 def key_of(config: dict[str, Any]) -> str:
     """A short name: ``2x1 b4 enc15``."""
-    encoder = f" enc{config['encoder']:g}" if config["encoder"] else ""
-    return f"{config['workers']}x{config['threads']} b{config['batch']}{encoder}"
+    return f"{config['workers']}x{config['threads']} b{config['batch']} enc{config['encoder']:g}"
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -55,9 +55,7 @@ def run(ctx: Context) -> dict[str, Any]:
     for config in configs:
         name = key_of(config)
         ctx.reporter.step(f"starting {name}")
-        extra = ("--max-batch", str(config["batch"]))
-        if config["encoder"]:
-            extra += ("--encoder-seconds", str(config["encoder"]))
+        extra = ("--max-batch", str(config["batch"]), "--encoder-seconds", str(config["encoder"]))
         engine = start_engine(
             ctx.home, ctx.settings.model, workers=config["workers"],
             threads=config["threads"], log_name="batch.log", extra=extra,
@@ -70,7 +68,7 @@ def run(ctx: Context) -> dict[str, Any]:
     best = ctx.shared.get("direct_best")
     for figures in results.values():
         figures["vs_direct_best"] = figures["throughput"]["mix"] / best if best else None
-    plain = key_of({"workers": ctx.workers, "threads": 1, "batch": 1, "encoder": None})
+    plain = key_of({"workers": ctx.workers, "threads": 1, "batch": 1, "encoder": 30.0})
     for figures in results.values():
         base = results[plain]
         figures["latency_vs_unbatched"] = {
