@@ -185,6 +185,14 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             f"idle, {_n(entry['site_during_s'])} s during the long job "
             f"({entry['site_calls_during']} calls).",
         ]  # fmt: skip
+    elif name == "tune":
+        lines += ["| candidate | clips/s, twice the cores in flight | p50 one at a time (s) |",
+                  "|---|---|---|"]  # fmt: skip
+        for key, figures in entry["candidates"].items():
+            best = " (chosen)" if key == entry["best"] else ""
+            lines.append(f"| {key}{best} | {_n(figures['throughput'])} | "
+                         f"{_n(figures['latency_c1_s']['p50'])} |")  # fmt: skip
+        lines += ["", f"Kept for `serve` ({entry['model']}) in {entry['kept_in']}."]
     elif name == "memory":
         workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
         lines.append(
