@@ -161,6 +161,12 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
     assert 'idle_release_seconds="0"' in layout and layout.endswith(" 1.0")
 
 
+def test_workers_run_numpy_blas_on_one_thread(engine: Engine) -> None:
+    for pid in engine.workers():
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"OPENBLAS_NUM_THREADS=1" in environ
+
+
 def test_websocket_needs_the_token(engine: Engine) -> None:
     async def run() -> int:
         async with aiohttp.ClientSession() as session:
