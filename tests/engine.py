@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,19 @@ class Engine(EngineProcess):
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
+
+    def activity(self) -> list[str]:
+        """The activity log's entries (JSON text), oldest first, as committed now."""
+        with sqlite3.connect(Path(self.home) / "data" / "wallet.sqlite3") as db:
+            return [row[0] for row in db.execute("SELECT entry FROM activity ORDER BY id")]
+
+    def activity_once(self, enough: Callable[[list[str]], bool], seconds: float = 30) -> list[str]:
+        """The activity log's entries once ``enough(entries)`` holds, or as they are after
+        ``seconds``: the engine's writer thread commits an entry just after its answer."""
+        limit = time.monotonic() + seconds
+        while not enough(entries := self.activity()) and time.monotonic() < limit:
+            time.sleep(0.05)
+        return entries
 
     def metric(self, name: str, **labels: str) -> float:
         """The value of one sample in /metrics (0 when absent)."""

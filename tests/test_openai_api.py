@@ -5,9 +5,7 @@ recording across the pool, the error shape, and Activity's entry for the visitor
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -120,17 +118,10 @@ def test_models_lists_the_speech_model(engine: Engine) -> None:
     assert ids[:2] == ["whisper-1", "base"]
 
 
-def activity_rows(engine: Engine) -> list[dict[str, Any]]:
-    with sqlite3.connect(Path(engine.home) / "data" / "wallet.sqlite3") as db:
-        return [json.loads(r[0]) for r in db.execute("SELECT entry FROM activity ORDER BY id")]
-
-
 def test_activity_lists_the_local_clients_calls_without_content(engine: Engine) -> None:
-    before = len(activity_rows(engine))
+    before = len(engine.activity())
     transcribe(engine, JFK.open("rb"), language="en")
-    limit = time.monotonic() + 30
-    while len(rows := activity_rows(engine)) == before and time.monotonic() < limit:
-        time.sleep(0.05)  # the engine's writer thread writes the entry just after the answer
+    rows = [json.loads(row) for row in engine.activity_once(lambda rows: len(rows) > before)]
     local = [entry for entry in rows[before:] if entry.get("kind") == "local"]
     assert local and local[-1]["skill"] == "audio.transcribe" and local[-1]["outcome"] == "ok"
     assert local[-1]["clipSeconds"] == pytest.approx(11.0) and "origin" not in local[-1]

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -226,16 +224,13 @@ def test_every_call_leaves_an_activity_entry_without_audio_or_text(engine: Engin
     grant_id = new_grant(engine, origin="https://logged.example.org")
     call(engine, grant_id, "audio.transcribe", HELLO, language="en")
     call(engine, grant_id, "text.generate", messages("a secret sentence"))
-    limit = time.monotonic() + 30
-    while True:  # the entries are written by the engine's writer thread, just after the answer
-        with sqlite3.connect(Path(engine.home) / "data" / "wallet.sqlite3") as db:
-            rows = db.execute("SELECT entry FROM activity ORDER BY id").fetchall()
-        lines = "\n".join(row[0] for row in rows)
-        entries = [json.loads(line) for line in lines.splitlines()]
-        mine = [entry for entry in entries if entry.get("grant") == grant_id]
-        if len(mine) >= 3 or time.monotonic() > limit:
-            break
-        time.sleep(0.05)
+
+    def of_grant(rows: list[str]) -> list[dict[str, Any]]:
+        return [e for e in map(json.loads, rows) if e.get("grant") == grant_id]
+
+    rows = engine.activity_once(lambda rows: len(of_grant(rows)) >= 3)
+    lines = "\n".join(rows)
+    mine = of_grant(rows)
     assert [(e["kind"], e["outcome"]) for e in mine] == [
         ("grant", "ok"),
         ("call", "ok"),
