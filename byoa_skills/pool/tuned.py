@@ -47,8 +47,13 @@ class TunedLayout:
         check_setting("workers", self.cores)
 
     def describe(self) -> str:
-        """``2x1 b1``: workers x threads, batch."""
-        return f"{self.workers}x{self.threads} b{self.max_batch}"
+        """``2x1 b1``: workers x threads, batch (:func:`layout_name`)."""
+        return layout_name(self.workers, self.threads, self.max_batch)
+
+
+def layout_name(workers: int, threads: int, batch: int) -> str:
+    """A layout's short name, ``2x1 b1``: workers x threads per worker, batch size."""
+    return f"{workers}x{threads} b{batch}"
 
 
 def layout_path() -> Path:

@@ -22,7 +22,7 @@ from byoa_skills.bench.scenarios import enginerun
 from byoa_skills.bench.scenarios.direct import layouts
 from byoa_skills.bench.server import start_engine
 from byoa_skills.bench.stats import summarize
-from byoa_skills.pool.tuned import TunedLayout, write_tuned
+from byoa_skills.pool.tuned import TunedLayout, layout_name, write_tuned
 
 NAME = "tune"
 TITLE = "The layout for this machine"
@@ -57,7 +57,7 @@ def run(ctx: Context) -> dict[str, Any]:
     labels = mix(ctx.clips, max(ctx.settings.calls, 4 * ctx.cores))
     figures: dict[str, dict[str, Any]] = {}
     for workers, threads, batch in found:
-        key = f"{workers}x{threads} b{batch}"
+        key = layout_name(workers, threads, batch)
         ctx.reporter.step(f"serve {key}")
         engine = start_engine(
             ctx.home, ctx.settings.model, workers=workers, threads=threads,
