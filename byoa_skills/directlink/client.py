@@ -41,6 +41,7 @@ from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.link_pairings import PairingStore
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.limits import DEFAULT_MAX_PARALLEL_CALLS
+from byoa_skills.wallet_shim.on_my_own import remember_on_my_own
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.direct")
@@ -129,6 +130,9 @@ class DirectLink:
                     session.origin, session.check.manifest, link_grant(session.check)
                 )
                 session.grant_id = summary["grantId"]
+                if session.decide_on_my_own and session.pairing is None:
+                    await remember_on_my_own(self.shim, session.origin, session.check.manifest,
+                                             summary["skills"])  # fmt: skip
             attempt = 0
             while True:
                 reason = await self._connect_once()

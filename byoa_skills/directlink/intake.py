@@ -14,7 +14,9 @@ from byoa_skills.directlink.check import LinkCheck, check_link
 from byoa_skills.directlink.client import RECONNECT_SCHEDULE, DirectLink, LinkSession, link_origin
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
-from byoa_skills.wallet_shim.consent import NO_ANSWER, ConsentDesk, site_view
+from byoa_skills.wallet_shim.consent import NO_ANSWER, ConsentDesk
+from byoa_skills.wallet_shim.on_my_own import asks_for_more, difference_view
+from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.links")
@@ -89,28 +91,35 @@ class LinkIntake:
         if not check.ok:
             return self._refused(None, str(check.code), str(check.message))
         origin = link_origin(check)
+        problems = manifest_problems(check.manifest)
+        if problems:  # the wallet's own rules, before anything is shown
+            return self._refused(origin, str(problems[0]["code"]), str(problems[0]["message"]))
         if self._handling >= MAX_LINKS_AT_ONCE:
             return self._refused(origin, "too-many-links", "4 links are being handled already")
+        self._handling += 1  # taken before the first wait: links arriving together count
         try:
-            fresh = await asyncio.wrap_future(self.recent.remember(check.session))
-            state = self.shim.sites.state(origin)
-        except (StoreError, sqlite3.Error, OSError) as error:  # fail closed, and say so
-            log.error("event=store-unreadable error=%r", str(error))
-            return self._refused(origin, "site-unreadable", UNREADABLE)
-        if not fresh:
-            return self._refused(
-                origin, "code-seen", "this session code was seen in the last 10 minutes"
-            )
-        if state != "active":
-            return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
-        self._handling += 1
-        try:
+            try:
+                fresh = await asyncio.wrap_future(self.recent.remember(check.session))
+                state = self.shim.sites.state(origin)
+            except (StoreError, sqlite3.Error, OSError) as error:  # fail closed, and say so
+                log.error("event=store-unreadable error=%r", str(error))
+                return self._refused(origin, "site-unreadable", UNREADABLE)
+            if not fresh:
+                return self._refused(
+                    origin, "code-seen", "this session code was seen in the last 10 minutes"
+                )
+            if state != "active":
+                return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
             if decision == ASK:
-                decision = await self._ask(origin, check)
+                try:
+                    decision = await self._ask(origin, check)
+                except (StoreError, sqlite3.Error, OSError) as error:
+                    log.error("event=store-unreadable error=%r", str(error))
+                    return self._refused(origin, "site-unreadable", UNREADABLE)
                 if decision == NO_ANSWER:
                     return self._refused(origin, "no-answer", "the visitor did not answer")
-            if decision == "decide-on-my-own":
-                await asyncio.to_thread(self.shim.sites.set_decide_on_my_own, origin, True)
+                if decision not in DECISIONS:  # the desk refused to ask (too many waiting)
+                    return self._refused(origin, decision, "the consent could not be shown")
             if decision == "decline":
                 return self._refused(origin, "declined", "the visitor declined")
             session = LinkSession(
@@ -130,15 +139,21 @@ class LinkIntake:
 
     async def _ask(self, origin: str, check: LinkCheck) -> str:
         """The visitor's answer to a link: at once "decide on my own" for a site they let the
-        wallet decide for; else the wallet page's consent, showing only what the site does not
-        already hold (a decline when no page can ask)."""
+        wallet decide for that asks for no more than it was allowed; else the wallet page's
+        consent, showing only what the site does not already hold (a decline when no page can
+        ask). Raises the store's errors when what the site holds cannot be read."""
         entry = await asyncio.to_thread(self.shim.sites.get, origin)
-        if entry is not None and entry.decide_on_my_own:
+        on_my_own = entry is not None and entry.decide_on_my_own
+        more = await asyncio.to_thread(
+            asks_for_more, self.shim, origin, check.manifest, on_my_own=on_my_own
+        )
+        if on_my_own and not more:
             return "decide-on-my-own"
-        held = {skill for grant in self.shim.grants.of_origin(origin) for skill in grant.skills}
         if self.consents is None:
             return "decline"
-        return await self.consents.ask("link", origin, site_view(origin, check.manifest, held))
+        return await self.consents.ask(
+            "link", origin, difference_view(origin, check.manifest, more)
+        )
 
     def resume_pairings(self) -> int:
         """Come back to every site kept with "decide on my own"; how many."""

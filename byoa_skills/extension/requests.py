@@ -21,8 +21,15 @@ from byoa_skills.extension.fit import fitting_skills
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import normalize_origin
-from byoa_skills.wallet_shim.consent import ALLOW, DECIDE_ON_MY_OWN, ConsentDesk, site_view
+from byoa_skills.wallet_shim.consent import ALLOW, DECIDE_ON_MY_OWN, ConsentDesk
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
+from byoa_skills.wallet_shim.on_my_own import (
+    asks_for_more,
+    difference_view,
+    granted_part,
+    remember_on_my_own,
+)
+from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.extension")
@@ -38,11 +45,14 @@ NO_CALL: dict[str, Any] = {"ok": False}
 
 
 class Refused(Exception):
-    """A request that gets null; ``code`` is the reason kept in the activity log."""
+    """A request that gets null; ``code`` is the reason kept in the activity log, with the
+    codes of what it found (a manifest's problems, what a request asks for beyond its
+    scope) in ``details``."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, details: list[str] | None = None) -> None:
         super().__init__(code)
         self.code = code
+        self.details = details or []
 
 
 class PageRequests:
@@ -67,7 +77,9 @@ class PageRequests:
             shown = origin
             grant = await self._request(origin, manifest, user_activation is True)
         except Refused as refused:
-            self.shim.record_activity(kind="request", origin=shown, outcome=refused.code)
+            found = {"codes": refused.details} if refused.details else {}
+            self.shim.record_activity(kind="request", origin=shown, outcome=refused.code,
+                                      **found)  # fmt: skip
             log.info("event=request-refused origin=%s code=%s", shown, refused.code)
             return None
         self.shim.record_activity(kind="request", origin=origin, grant=grant["grantId"],
@@ -100,6 +112,10 @@ class PageRequests:
             raise Refused("manifest-invalid")
         if len(json.dumps(manifest, ensure_ascii=False).encode("utf-8")) > MAX_MANIFEST_BYTES:
             raise Refused("manifest-too-large")
+        problems = manifest_problems(manifest)
+        if problems:  # nothing is shown of a manifest that breaks the rules
+            codes = sorted({str(problem["code"]) for problem in problems})
+            raise Refused(codes[0] if codes == ["limit-invalid"] else "manifest-invalid", codes)
         try:
             state = self.shim.sites.state(origin)
             entry = await asyncio.to_thread(self.shim.sites.get, origin)
@@ -116,20 +132,31 @@ class PageRequests:
         self.shim.engine.wake()  # the workers warm while the visitor decides
         fit = await fitting_skills(self.shim.engine, manifest)
         skills = _granted_skills(manifest, fit)
-        held = self.shim.grants.of_origin(origin)
-        if not on_my_own and not _same_manifest_held(held, manifest):
-            decision = await self._ask(origin, manifest, held)
-            if decision == DECIDE_ON_MY_OWN:
-                await asyncio.to_thread(self.shim.sites.set_decide_on_my_own, origin, True)
-            elif decision != ALLOW:
+        asked = granted_part(manifest, skills)
+        try:
+            more = await asyncio.to_thread(asks_for_more, self.shim, origin, asked,
+                                           on_my_own=on_my_own)  # fmt: skip
+        except (StoreError, sqlite3.Error, OSError) as error:
+            log.error("event=store-unreadable error=%r", str(error))
+            raise Refused("site-unreadable") from None
+        decision = ALLOW
+        if more:
+            if not clicked:  # more than it holds is a new consent, and that needs a click
+                raise Refused("asks-for-more", more.codes())
+            decision = await self._ask(origin, difference_view(origin, asked, more))
+            if decision not in (ALLOW, DECIDE_ON_MY_OWN):
                 raise Refused("declined" if decision == "decline" else decision)
         try:
-            grant = request_grant(manifest, skills)
-            return await self.shim.grant_when_warm(origin, manifest, grant)
+            grant = await self.shim.grant_when_warm(
+                origin, manifest, request_grant(manifest, skills)
+            )
         except GrantRefusal as refusal:
             raise Refused(refusal.code) from None
+        if decision == DECIDE_ON_MY_OWN:  # kept only now that the grant is made
+            await remember_on_my_own(self.shim, origin, manifest, grant["skills"])
+        return grant
 
-    async def _ask(self, origin: str, manifest: dict[str, Any], held: list[Grant]) -> str:
+    async def _ask(self, origin: str, view: dict[str, Any]) -> str:
         """The visitor's answer on the wallet page: one consent per site at a time, at most
         :data:`MAX_WAITING` in all."""
         if self.consents is None:
@@ -138,9 +165,7 @@ class PageRequests:
             raise Refused("request-waiting")
         self._waiting.add(origin)
         try:
-            held_skills = {skill for grant in held for skill in grant.skills}
-            return await self.consents.ask("request", origin,
-                                           site_view(origin, manifest, held_skills))  # fmt: skip
+            return await self.consents.ask("request", origin, view)
         finally:
             self._waiting.discard(origin)
 
@@ -191,12 +216,6 @@ def _granted_skills(manifest: dict[str, Any], fit: set[str]) -> list[str]:
     if not granted:
         raise Refused("no-fitting-model")
     return granted
-
-
-def _same_manifest_held(held: list[Grant], manifest: dict[str, Any]) -> bool:
-    """Whether a live grant of the site (from a link, or another of its pages) was given for
-    this very manifest: then nothing new would be shown, and nothing is asked."""
-    return any(grant.manifest == manifest for grant in held)
 
 
 def _origin_or_none(origin: Any) -> str | None:

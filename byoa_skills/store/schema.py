@@ -65,4 +65,12 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX activity_by_decision ON activity (decision, id);
     CREATE INDEX activity_by_outcome ON activity (outcome, id)
     """,
+    # 2: what the visitor allowed a site with "decide on my own", at its widest.
+    """
+    CREATE TABLE allowed_scopes (
+        origin TEXT PRIMARY KEY REFERENCES sites (origin) ON DELETE CASCADE,
+        scope TEXT NOT NULL,
+        since TEXT NOT NULL
+    ) WITHOUT ROWID
+    """,
 )
