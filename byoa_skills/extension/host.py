@@ -28,6 +28,7 @@ from byoa_skills.extension.framing import (
     encode_message,
     read_message,
 )
+from byoa_skills.protocol.frames import BAD_REQUEST, MAX_CALL_ID_CHARS, call_id_valid
 from byoa_skills.wallet_shim.consent import CONSENT_SECONDS
 
 log = logging.getLogger("byoa_skills.native_host")
@@ -52,6 +53,13 @@ FIELDS = {
 }
 #: What an answer from the engine may carry back, by type.
 ANSWER_FIELDS = {"request": ("grant",), "call": ("ok", "output"), "release": ("ok",)}
+#: The answer to a message without a usable ``id`` (one that could not be echoed back within
+#: the 1 MB a host's message may take, or none): never relayed, answered with ``id`` null.
+BAD_ID: dict[str, Any] = {
+    "id": None, "ok": False, "code": BAD_REQUEST,
+    "message": f"a message needs an id: an integer or a string of 1 to {MAX_CALL_ID_CHARS} "
+    "characters",
+}  # fmt: skip
 
 
 class EngineStarter:
@@ -142,8 +150,10 @@ class NativeHost:
 
     async def _answer(self, message: dict[str, Any], stdout: BinaryIO) -> None:
         message_id = message.get("id")
-        if not isinstance(message_id, (int, str)) or isinstance(message_id, bool):
-            log.warning("event=host-message-without-id")
+        if not call_id_valid(message_id):
+            shown = message_id[:40] if isinstance(message_id, str) else type(message_id).__name__
+            log.warning("event=host-message-bad-id id=%r", shown)
+            await asyncio.to_thread(self._write, stdout, BAD_ID, "")
             return
         kind = message.get("type")
         if kind not in FIELDS:

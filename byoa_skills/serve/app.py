@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,6 +50,10 @@ log = logging.getLogger("byoa_skills.api")
 #: The largest request body taken: the direct link's frame limit.
 MAX_MESSAGE_BYTES = MAX_FRAME_BYTES
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: The ``Host`` headers served: a loopback name, then nothing or ``:`` and a port of digits.
+LOOPBACK_HOST_HEADER = re.compile(
+    r"(?:localhost|127\.0\.0\.1|\[::1\])(?::[0-9]{1,5})?", re.ASCII | re.IGNORECASE
+)
 OPEN_PATHS = frozenset({"/health", "/ready", "/openapi.json"})
 #: Seconds a connection may take to send a whole request head, and may stay idle between
 #: requests, before it is closed (aiohttp's ``keepalive_timeout`` covers both).
@@ -115,7 +120,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 @web.middleware
 async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if _host_name(request.host) not in LOOPBACK_HOSTS:
+    if not loopback_host(request):
         return refusal(403, "forbidden-host", "only loopback host names are served")
     if is_page_path(request.path):
         refused = page_refusal(request) if PAGE_KEY in request.app else None
@@ -136,12 +141,12 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return refusal(405, "method-not-allowed", f"{request.method} is not allowed here")
 
 
-def _host_name(host: str | None) -> str:
-    if not host:
-        return ""
-    if host.startswith("["):
-        return host[: host.find("]") + 1].lower()
-    return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+def loopback_host(request: web.Request) -> bool:
+    """Whether ``request`` carries exactly one ``Host`` header, and it is all of
+    :data:`LOOPBACK_HOST_HEADER`: ``[::1]evil``, ``127.0.0.1:P@evil.com``, ``localhost:abc``,
+    an empty one and none at all are foreign."""
+    hosts = request.headers.getall("Host", [])
+    return len(hosts) == 1 and LOOPBACK_HOST_HEADER.fullmatch(hosts[0]) is not None
 
 
 async def _health(request: web.Request) -> web.Response:

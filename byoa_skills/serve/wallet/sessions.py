@@ -51,8 +51,9 @@ class WalletSessions:
         return session
 
     def valid(self, session: str | None) -> bool:
-        """Whether ``session`` (a cookie's value) is a live session."""
-        if not session:
+        """Whether ``session`` (a cookie's value) is a live session; never for a value that is
+        not ASCII, as no session id is (one that is not UTF-8 reaches here as surrogates)."""
+        if not session or not session.isascii():
             return False
         for known, expires in self._sessions.items():
             if hmac.compare_digest(known.encode(), session.encode()):
