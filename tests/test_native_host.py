@@ -33,8 +33,10 @@ from byoa_skills.extension.framing import (
 )
 from byoa_skills.extension.host import EngineStarter, NativeHost
 from byoa_skills.extension.install import extension_dir, extension_id, hosts_dir, install
+from byoa_skills.store.allowed_scopes import AllowedScopes
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.scope import Scope
 
 NORWAY = base64.b64encode((SPEECH / "country-norway.wav").read_bytes()).decode()
 PAGE = "https://geo.example.org"
@@ -167,7 +169,11 @@ def test_the_host_starts_the_engine_and_answers_once_it_is_warm(
     (home / "cache").mkdir(parents=True)
     (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
     site = "https://started.example.org"
-    SiteStore(WalletDatabase(home / "data" / "wallet.sqlite3")).set_decide_on_my_own(site, True)
+    database = WalletDatabase(home / "data" / "wallet.sqlite3")
+    # as an earlier "Allow and decide on my own" of this manifest left it
+    AllowedScopes(database).keep(site, Scope.of(GEO_MANIFEST).to_json()).result()
+    SiteStore(database).set_decide_on_my_own(site, True)
+    database.close()
     port = free_port()
     request = {"id": 1, "type": "request", "origin": site, "manifest": GEO_MANIFEST,
                "userActivation": False}  # fmt: skip
