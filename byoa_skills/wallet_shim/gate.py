@@ -29,8 +29,11 @@ from byoa_skills.wallet_shim.grants import Grant
 _SEVERITY = {decision: rank for rank, decision in enumerate(DECISIONS)}
 
 #: ``ask_hook(grant, call, reasons)``: whether the visitor approves a call the gate would ask
-#: about (may be async). The local API has no one to ask and declines.
-AskHook = Callable[[Grant, dict[str, Any], list[dict[str, Any]]], bool | Awaitable[bool]]
+#: about (may be async); a string instead is the code of a refusal to ask at all (too many
+#: waiting). The local API has no one to ask and declines.
+AskHook = Callable[
+    [Grant, dict[str, Any], list[dict[str, Any]]], bool | str | Awaitable[bool | str]
+]
 
 
 def decline(grant: Grant, call: dict[str, Any], reasons: list[dict[str, Any]]) -> bool:
@@ -74,6 +77,9 @@ async def admit(grant: Grant, call: Measured, now_ms: int, ask: AskHook = declin
     approved = ask(grant, _reference_call(grant, call, now_ms), first.reasons)
     if inspect.isawaitable(approved):
         approved = await approved
+    if isinstance(approved, str):  # not asked: refused with the hook's code
+        return Admission(False, first.decision, first.reasons, approved,
+                         "the visitor is already being asked about this site's calls")  # fmt: skip
     if approved is not True:
         return first
     async with grant.lock:  # the record may have changed while the visitor was asked

@@ -12,11 +12,15 @@ import os
 import shlex
 import subprocess
 import threading
+import time
 import webbrowser
+from collections.abc import Callable
 
 log = logging.getLogger("byoa_skills.wallet")
 
 BROWSER_ENV = "BYOA_WALLET_BROWSER"
+#: The least time between two openings of the page by :class:`PageOpener`, in seconds.
+OPEN_EVERY_SECONDS = 5.0
 
 
 def open_page(url: str) -> None:
@@ -33,3 +37,30 @@ def open_page(url: str) -> None:
     else:
         target = lambda: webbrowser.open(url, new=1)  # noqa: E731
     threading.Thread(target=target, name="byoa-open-wallet", daemon=True).start()
+
+
+class PageOpener:
+    """Opens the wallet page at most once every :data:`OPEN_EVERY_SECONDS`, however many
+    consents arrive while no page is connected."""
+
+    def __init__(
+        self,
+        every: float = OPEN_EVERY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        opener: Callable[[str], None] = open_page,
+    ) -> None:
+        self.every = every
+        self._clock = clock
+        self._opener = opener
+        self._last: float | None = None
+
+    def open(self, url: str) -> bool:
+        """Open ``url`` unless the page was opened less than :attr:`every` seconds ago;
+        whether it was opened."""
+        now = self._clock()
+        if self._last is not None and now - self._last < self.every:
+            log.info("event=wallet-page-open-skipped")
+            return False
+        self._last = now
+        self._opener(url)
+        return True
