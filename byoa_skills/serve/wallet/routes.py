@@ -29,7 +29,7 @@ from byoa_skills.byoag.registrations import RegistrationStore
 from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
 from byoa_skills.protocol.frames import encode
 from byoa_skills.serve.bodies import json_body, refusal
-from byoa_skills.serve.wallet.opener import open_page
+from byoa_skills.serve.wallet.opener import PageOpener
 from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_header
 from byoa_skills.serve.wallet.views import engine_view, pairings_view, sites_view
 from byoa_skills.skills import SkillEngine
@@ -83,6 +83,7 @@ class WalletPage:
         #: The engine's own base URL (``http://127.0.0.1:8787``), once it is bound.
         self.base_url: str | None = None
         self.pages: set[web.WebSocketResponse] = set()
+        self.opener = PageOpener()
         consents.listen(self._on_consent)
         shim.watch_activity(self._on_activity)
 
@@ -103,7 +104,7 @@ class WalletPage:
     def _on_consent(self, event: str, consent: Consent) -> None:
         self.publish({"type": event, "consent": consent.to_json()})
         if event == "consent" and not self.pages and self.base_url:
-            open_page(self.page_url(self.base_url))
+            self.opener.open(self.page_url(self.base_url))
 
     def _on_activity(self, entry: dict[str, Any]) -> None:
         if self.pages:
