@@ -23,6 +23,8 @@ def test_an_international_host_is_shown_in_unicode_beside_its_punycode() -> None
         "origin": "https://xn--bcher-kva.example:8443",
         "host": "xn--bcher-kva.example",
         "unicodeHost": "bücher.example",
+        "headingHost": "bücher.example",
+        "hostWarning": None,
     }
     assert origin_view("http://localhost:8080")["unicodeHost"] == "localhost"
     broken = "xn--99999999999.example"  # not valid punycode: shown as written

@@ -600,3 +600,87 @@ async def wallet_sites(engine: Engine) -> list[dict[str, Any]]:
                            headers={"Origin": engine.url})  # fmt: skip
         async with session.get(f"{engine.url}/wallet/api/sites") as response:
             return list((await response.json())["sites"])
+
+
+# -- look-alike hosts and hidden characters ---------------------------------------------------
+
+#: "paypal.com" with a Cyrillic a (U+0430): a name that mixes alphabets.
+LOOK_ALIKE = "https://xn--pypal-4ve.com"
+#: Reads "click YES" once U+202E (right-to-left override) is applied.
+REVERSED = "\u202eSEY kcilc"
+#: Any bidi control or invisible character, as it would be applied.
+RAW_HIDDEN = "[\\u202a-\\u202e\\u2066-\\u2069\\u200b-\\u200f\\u2060\\ufeff\\u061c]"
+
+
+def page_request(engine: Engine, origin: str, manifest: dict[str, Any]) -> Any:
+    """A page's ``window.byoa.request`` after a click, as the native host relays it."""
+    body = {"origin": origin, "manifest": manifest, "userActivation": True}
+    return asyncio.create_task(api(engine, "POST", "/v1/extension/request", body))
+
+
+def test_a_look_alike_host_is_headed_by_its_xn_form_with_a_warning(wallet: Engine) -> None:
+    manifest = {**GEO_MANIFEST, "purpose": {**GEO_MANIFEST["purpose"], "summary": REVERSED}}
+
+    async def main() -> tuple[dict[str, str], list[str], Any]:
+        async with wallet_page(wallet) as page:
+            asked = page_request(wallet, LOOK_ALIKE, manifest)
+            card = page.locator("article.consent")
+            await card.wait_for()
+            await page.wait_for_selector("#status:has-text('A site is asking')")
+            seen = {
+                "heading": await card.locator("h3").text_content() or "",
+                "written": await card.locator(".origin-full").text_content() or "",
+                "warning": await card.locator(".host-warning").text_content() or "",
+                "status": await page.text_content("#status") or "",
+            }
+            findings = await axe_findings(page)
+            await shot(page, "lookalike")
+            await card.get_by_role("button", name="Decline").click()
+            return seen, findings, await asked
+
+    seen, findings, (status, answer) = asyncio.run(main())
+    assert seen["heading"] == "xn--pypal-4ve.com"
+    assert seen["warning"] == "This name mixes alphabets; it may imitate another site."
+    assert seen["written"] == f"{LOOK_ALIKE} (in Unicode p\u0430ypal.com)"
+    assert seen["status"] == "A site is asking: xn--pypal-4ve.com."
+    assert findings == []
+    assert (status, answer) == (200, {"grant": None})
+
+
+def test_bidi_controls_and_invisible_characters_are_shown_never_applied(wallet: Engine) -> None:
+    origin = "https://bidi.example.org"
+    manifest = {
+        **GEO_MANIFEST,
+        "purpose": {"summary": REVERSED, "limits": {"maxClipSeconds": 15}},
+        "skills": {"audio.transcribe": {"languages": ["en", "s\u202ek"], "required": True}},
+    }
+
+    async def main() -> tuple[dict[str, Any], str]:
+        async with wallet_page(wallet) as page:
+            asked = page_request(wallet, origin, manifest)
+            card = page.locator("article.consent")
+            await card.wait_for()
+            seen = {
+                "purpose": await card.locator(".purpose").text_content() or "",
+                "marked": await card.locator(".purpose .hidden-char").all_text_contents(),
+                "facts": await card.locator("dl.facts").text_content() or "",
+                "raw": await card.evaluate(f"c => /{RAW_HIDDEN}/u.test(c.textContent)"),
+            }
+            await card.get_by_role("button", name="Decline").click()
+            await asked
+            # a text the engine passes on as the page wrote it: the page marks it itself
+            call = {"origin": origin, "grantId": "none", "skill": "audio\u202e.transcribe"}
+            await api(wallet, "POST", "/v1/extension/call", call)
+            await page.click("a[data-view=activity]")
+            row = page.locator("#activity-rows tr", has_text="not-this-origin").filter(
+                has_text=origin
+            )
+            await row.first.wait_for()
+            return seen, await row.first.text_content() or ""
+
+    seen, row = asyncio.run(main())
+    assert seen["purpose"] == "⟨U+202E⟩SEY kcilc" and "\u202e" not in seen["purpose"]
+    assert seen["marked"] == ["⟨U+202E⟩"]
+    assert "audio.transcribe in en, s⟨U+202E⟩k (required)" in seen["facts"]
+    assert seen["raw"] is False
+    assert "audio⟨U+202E⟩.transcribe" in row and "\u202e" not in row

@@ -15,6 +15,7 @@ from typing import Any
 
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.grants import Grant
+from byoa_skills.wallet_shim.shown_text import decode_host, judge_host, shown, shown_value
 
 log = logging.getLogger("byoa_skills.consent")
 
@@ -129,10 +130,11 @@ def consent_seconds() -> float:
 
 
 def site_view(origin: str, manifest: dict[str, Any], held: Iterable[str] = ()) -> dict[str, Any]:
-    """What the consent for a site's manifest shows: the origin (an internationalised host
-    also in Unicode), the purpose, the skills it asks for that it does not already hold
-    (with languages), the limits, the privacy class and the cost. Every text is the
-    manifest's own; the page shows it as text, never as markup."""
+    """What the consent for a site's manifest shows: the origin (see :func:`origin_view`), the
+    purpose, the skills it asks for that it does not already hold (with languages), the
+    limits, the privacy class and the cost. Every text is the manifest's own with its hidden
+    characters made visible (:func:`~byoa_skills.wallet_shim.shown_text.shown`); the page
+    shows it as text, never as markup."""
     purpose = manifest.get("purpose") if isinstance(manifest.get("purpose"), dict) else {}
     skills = manifest.get("skills") if isinstance(manifest.get("skills"), dict) else {}
     already = sorted(set(held) & set(skills))
@@ -143,55 +145,58 @@ def site_view(origin: str, manifest: dict[str, Any], held: Iterable[str] = ()) -
         entry = entry if isinstance(entry, dict) else {}
         languages = entry.get("languages")
         asked.append({
-            "skill": str(name),
-            "languages": [str(code) for code in languages] if isinstance(languages, list) else [],
+            "skill": shown(str(name)),
+            "languages": [shown(str(code)) for code in languages]
+            if isinstance(languages, list) else [],
             "required": entry.get("required") is True,
         })  # fmt: skip
     limits = purpose.get("limits") if isinstance(purpose.get("limits"), dict) else {}
     cost = manifest.get("expectedCost") if isinstance(manifest.get("expectedCost"), dict) else {}
     return {
         **origin_view(origin),
-        "purpose": str(purpose.get("summary", "")),
+        "purpose": shown(str(purpose.get("summary", ""))),
         "skills": asked,
-        "alreadyAllowed": already,
-        "limits": {str(k): v for k, v in limits.items() if isinstance(v, (int, float, str))},
-        "privacy": str(manifest.get("privacy", "")),
-        "cost": {str(k): str(v) for k, v in cost.items()},
-    }
+        "alreadyAllowed": [shown(name) for name in already],
+        "limits": {shown(str(k)): shown_value(v) for k, v in limits.items()
+                   if isinstance(v, (int, float, str))},
+        "privacy": shown(str(manifest.get("privacy", ""))),
+        "cost": {shown(str(k)): shown(str(v)) for k, v in cost.items()},
+    }  # fmt: skip
 
 
 def call_view(origin: str, call: dict[str, Any], reasons: list[dict[str, Any]]) -> dict[str, Any]:
     """What the consent for a call the gate asks about shows: the site, the skill, what was
-    measured, its estimated cost and the gate's reasons."""
+    measured, its estimated cost and the gate's reasons, hidden characters made visible."""
     return {
         **origin_view(origin),
-        "skill": str(call.get("skill", "")),
-        "measured": {k: v for k, v in (call.get("input") or {}).items() if v},
-        "estimatedCost": str(call.get("estimatedCost", "")),
+        "skill": shown(str(call.get("skill", ""))),
+        "measured": {shown(str(k)): shown_value(v)
+                     for k, v in (call.get("input") or {}).items() if v},
+        "estimatedCost": shown(str(call.get("estimatedCost", ""))),
         "reasons": [
-            {"code": str(r.get("code", "")), "message": str(r.get("message", ""))}
+            {"code": shown(str(r.get("code", ""))), "message": shown(str(r.get("message", "")))}
             for r in reasons if r.get("decision") in ("ask", "warn")
         ],
     }  # fmt: skip
 
 
 def origin_view(origin: str) -> dict[str, Any]:
-    """The origin, its host as written (``xn--`` punycode for an international name) and the
-    host in Unicode, so that a look-alike name is seen for what it is."""
+    """The origin, its host as written (``xn--`` punycode for an international name), the host
+    in Unicode, the form that heads the consent (``headingHost``) and a warning for a
+    look-alike name (``hostWarning``, or None), as
+    :func:`~byoa_skills.wallet_shim.shown_text.judge_host` decides: a name that mixes
+    scripts is headed by its ``xn--`` form, so that it is seen for what it is."""
     rest = origin.partition("://")[2]
     host = rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
-    return {"origin": origin, "host": host, "unicodeHost": unicode_host(host)}
+    judged = judge_host(host)
+    return {
+        "origin": origin, "host": shown(host), "unicodeHost": judged.unicode,
+        "headingHost": judged.heading, "hostWarning": judged.warning,
+    }  # fmt: skip
 
 
 def unicode_host(host: str) -> str:
     """``host`` with each ``xn--`` label decoded (IDNA); the host itself when it has none or
     one that cannot be decoded."""
-    if "xn--" not in host:
-        return host
-    try:
-        return ".".join(
-            label.encode("ascii").decode("idna") if label.startswith("xn--") else label
-            for label in host.split(".")
-        )
-    except UnicodeError:
-        return host
+    decoded = decode_host(host)
+    return host if decoded is None else decoded

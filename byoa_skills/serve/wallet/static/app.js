@@ -1,5 +1,7 @@
 // The wallet page: consents, sites, activity, engine and pairings, kept current over one
-// WebSocket. Every text that came from a site or a manifest is set with textContent.
+// WebSocket. Every text that came from a site or a manifest is set as text, never as markup,
+// and a character that cannot be seen (a bidi control, a zero-width character) is shown as a
+// marked ⟨U+XXXX⟩, never applied: the engine writes them so, and visibleText does it again.
 'use strict';
 
 const VIEWS = ['requests', 'sites', 'activity', 'engine', 'pairings'];
@@ -14,20 +16,49 @@ function el(tag, attributes, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (name === 'text') node.textContent = String(value);
+    if (name === 'text') node.replaceChildren(visibleText(String(value)));
     else if (name === 'className') node.className = value;
     else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? '' : String(value));
   }
   for (const child of children) {
     if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : visibleText(String(child)));
   }
   return node;
 }
 
+// The characters never shown as themselves (as the engine's shown_text.py): controls but a
+// line break and a tab, format characters (bidi controls, zero-width characters, U+FEFF),
+// surrogates, private use, unassigned, line and paragraph separators, other default-ignorables.
+const HIDDEN = '[\\p{Cc}\\p{Cf}\\p{Cs}\\p{Co}\\p{Cn}\\p{Zl}\\p{Zp}\\u034F\\u115F\\u1160\\u17B4\\u17B5'
+  + '\\u180B-\\u180F\\u3164\\uFE00-\\uFE0F\\uFFA0\\u{E0100}-\\u{E01EF}]';
+const MARKED = new RegExp('⟨U\\+[0-9A-F]{4,6}⟩|' + HIDDEN, 'giu');
+
+// ``text`` as nodes: plain text, with each hidden character (or the engine's marker for one)
+// as a marked span that reads ⟨U+202E⟩.
+function visibleText(text) {
+  const fragment = document.createDocumentFragment();
+  let at = 0;
+  for (const match of text.matchAll(MARKED)) {
+    const found = match[0];
+    if (found === '\n' || found === '\t') continue;
+    if (match.index > at) fragment.append(text.slice(at, match.index));
+    const marker = found.startsWith('⟨') ? found
+      : '⟨U+' + found.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '⟩';
+    const span = document.createElement('span');
+    span.className = 'hidden-char';
+    span.title = 'A character that cannot be seen';
+    span.textContent = marker;
+    fragment.append(span);
+    at = match.index + found.length;
+  }
+  if (at < text.length) fragment.append(text.slice(at));
+  return fragment;
+}
+
 function say(text) {
-  document.getElementById('status').textContent = text;
+  document.getElementById('status').replaceChildren(visibleText(text));
 }
 
 async function api(path, options = {}) {
@@ -55,12 +86,18 @@ function facts(pairs) {
   return list;
 }
 
+// The heading of a site: the form of its host the engine chose (the xn-- form of a name that
+// mixes alphabets), the origin with the other form beside it, and the engine's warning.
 function originHeading(view, level) {
-  const heading = el(level, {}, el('span', { className: 'origin-host', text: view.unicodeHost || view.host }));
-  const lines = [heading];
-  let full = view.origin;
-  if (view.unicodeHost && view.unicodeHost !== view.host) full += ' (written ' + view.host + ')';
-  lines.push(el('p', { className: 'origin-full', text: full }));
+  const headed = view.headingHost || view.unicodeHost || view.host;
+  const heading = el(level, {}, el('span', { className: 'origin-host', dir: 'ltr', text: headed }));
+  const full = el('p', { className: 'origin-full' }, view.origin);
+  if (headed !== view.host) full.append(' (written ', el('bdi', { className: 'other-host', text: view.host }), ')');
+  else if (view.unicodeHost && view.unicodeHost !== view.host) {
+    full.append(' (in Unicode ', el('bdi', { className: 'other-host', text: view.unicodeHost }), ')');
+  }
+  const lines = [heading, full];
+  if (view.hostWarning) lines.push(el('p', { className: 'host-warning', text: view.hostWarning }));
   return lines;
 }
 
@@ -106,9 +143,9 @@ function consentCard(consent) {
   const view = consent.view;
   const titleId = 'consent-' + consent.id;
   const card = el('article', { className: 'card consent', 'aria-labelledby': titleId, 'data-consent': consent.id });
-  const [heading, full] = originHeading(view, 'h3');
+  const [heading, ...below] = originHeading(view, 'h3');
   heading.id = titleId;
-  card.append(heading, full);
+  card.append(heading, ...below);
   if (consent.kind === 'call') {
     card.append(el('p', { text: 'wants a call that goes beyond what you allowed:' }));
     const reasons = el('ul');
@@ -117,7 +154,7 @@ function consentCard(consent) {
     card.append(facts([['Skill', view.skill], ['Measured', measured], ['Estimated cost', view.estimatedCost]]), reasons);
   } else {
     card.append(el('p', { text: 'asks to use your AI for:' }));
-    card.append(el('blockquote', { className: 'purpose', text: view.purpose || '(no purpose given)' }));
+    card.append(el('blockquote', { className: 'purpose', dir: 'auto', text: view.purpose || '(no purpose given)' }));
     const skills = el('ul');
     for (const skill of view.skills || []) {
       const languages = skill.languages && skill.languages.length ? ' in ' + skill.languages.join(', ') : '';
@@ -172,9 +209,9 @@ async function loadSites() {
 function siteCard(site) {
   const titleId = 'site-' + btoa(site.origin).replace(/[^A-Za-z0-9]/g, '');
   const card = el('article', { className: 'card site', 'aria-labelledby': titleId, 'data-origin': site.origin });
-  const [heading, full] = originHeading(site, 'h3');
+  const [heading, ...below] = originHeading(site, 'h3');
   heading.id = titleId;
-  card.append(heading, full);
+  card.append(heading, ...below);
   card.append(facts([
     ['State', el('span', { className: 'state state-' + site.state, text: site.state })],
     ['First seen', site.firstSeen], ['Last seen', site.lastSeen], ['Note', site.note],
@@ -367,7 +404,8 @@ function connectLive() {
       consents.set(event.consent.id, event.consent);
       renderConsents();
       if (currentView() !== 'requests') location.hash = '#requests';
-      say('A site is asking: ' + (event.consent.view.unicodeHost || event.consent.origin) + '.');
+      const view = event.consent.view;
+      say('A site is asking: ' + (view.headingHost || view.unicodeHost || event.consent.origin) + '.');
     } else if (event.type === 'consent-closed') {
       if (consents.delete(event.consent.id)) renderConsents();
     } else if (event.type === 'activity') {
@@ -381,6 +419,45 @@ function connectLive() {
     if (signedIn) setTimeout(connectLive, 2000);
   });
 }
+
+// -- the store's banner --------------------------------------------------------------------
+// While the wallet's store cannot be used, or a pause or block is in force but not yet
+// written, a banner above every view says so. It asks for the store's state alone, often.
+
+const STORE_POLL_MS = 5000;
+
+function storeBannerText(store) {
+  if (!store || store.ok) return '';
+  const lines = [];
+  if (store.code) {
+    lines.push('The wallet\'s store has a problem (' + store.code + '): ' + store.message + '.');
+    if (store.code !== 'store-full') lines.push('Every site is refused until it is fixed; your own calls work.');
+  }
+  const waiting = store.pendingChanges || 0;
+  if (waiting) {
+    lines.push(waiting + (waiting === 1 ? ' change' : ' changes') + ' to your sites (pause, block) '
+      + (waiting === 1 ? 'is' : 'are') + ' in force now but not yet written: '
+      + (waiting === 1 ? 'it is' : 'they are') + ' written as soon as the store takes '
+      + (waiting === 1 ? 'it' : 'them') + '.');
+  }
+  return lines.join(' ');
+}
+
+async function refreshStoreBanner() {
+  try {
+    if (signedIn) {
+      const { status, body } = await api('engine?only=store');
+      const banner = document.getElementById('store-banner');
+      const text = status === 200 ? storeBannerText(body.store) : '';
+      banner.textContent = text;
+      banner.hidden = !text;
+    }
+  } finally {
+    setTimeout(refreshStoreBanner, STORE_POLL_MS);
+  }
+}
+
+setTimeout(refreshStoreBanner, 500);
 
 // -- start ---------------------------------------------------------------------------------
 
