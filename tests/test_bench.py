@@ -226,7 +226,9 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     for key in ("grant_created_ms", "call_recorded_ms", "call_committed_ms", "site_query_ms"):
         assert store[key]["n"] == store["samples"]
     assert store["call_recorded_ms"]["p50"] <= store["call_committed_ms"]["p50"]
-    assert store["burst_longest_stall_ms"] >= 0 and store["database_mib"] > 1
+    assert store["burst_recorded"] == store["burst_calls"] == 1000, "the burst was recorded"
+    assert store["burst_stall_samples"] > 0, "the loop's lateness was measured during it"
+    assert store["database_mib"] > 1
 
     longform = scenarios["longform"]
     assert longform["status"] == "ok", longform
@@ -284,3 +286,14 @@ def test_compare_prints_changes_against_an_earlier_run(
     results = json.loads((tmp_path / "results.json").read_text())
     assert list(results["scenarios"]) == ["wav"]
     assert not (tmp_path / "concurrency.png").exists()
+
+
+def test_the_soak_reports_serve_growth_from_the_engine_start_and_after_the_warm_up() -> None:
+    from byoa_skills.bench.scenarios.soak import serve_growth
+
+    def snap(mb: float) -> dict[str, Any]:
+        return {"processes": {"serve": {"rss_mb": mb}}}
+
+    growth = serve_growth(snap(68.2), snap(78.4), snap(79.9))
+    assert growth == {"from_engine_start": 17.2, "after_warmup": 1.9}
+    assert serve_growth({}, snap(78.4), snap(79.9))["from_engine_start"] is None

@@ -165,9 +165,34 @@ async def _run(engine: EngineProcess, args: argparse.Namespace, rng: random.Rand
         "sent": chaos.sent, "answered": chaos.answered, "lost": chaos.lost,
         "answered_twice": chaos.answered_twice, "outcomes": dict(chaos.outcomes),
         "chaos": chaos_log, "start": start, "end": end, "serve_rss_by_tenth": memory,
+        "serve_rss_growth_pct": serve_growth(first, start, end),
         "latency": {"quiet": _percentiles(quiet.good_latency),
                     "chaos": _percentiles(chaos.good_latency)},
     }  # fmt: skip
+
+
+def serve_growth(
+    engine_start: dict[str, Any], after_warmup: dict[str, Any], end: dict[str, Any]
+) -> dict[str, float | None]:
+    """The ``serve`` process's RSS growth to the end, in percent, both ways it is read: from
+    the engine's start (ready, before any call) and from the end of the warm-up (the soak's
+    goal, within 5 %, is read on the second)."""
+
+    def rss(snap: dict[str, Any]) -> float | None:
+        value = snap.get("processes", {}).get("serve", {}).get("rss_mb")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    last = rss(end)
+
+    def growth(base: float | None) -> float | None:
+        if base is None or last is None or base <= 0:
+            return None
+        return round((last - base) / base * 100, 1)
+
+    return {
+        "from_engine_start": growth(rss(engine_start)),
+        "after_warmup": growth(rss(after_warmup)),
+    }
 
 
 @dataclass
@@ -532,6 +557,11 @@ def markdown(report: dict[str, Any]) -> str:
         f"{report['before_warmup']['processes'].get('serve', {}).get('rss_mb', '-')}; "
         "after each tenth of the calls: "
         + ", ".join(str(mark) for mark in report.get("serve_rss_by_tenth", [])),
+        "",
+        "serve RSS growth to the end: "
+        f"{report.get('serve_rss_growth_pct', {}).get('from_engine_start')} % from the engine's "
+        f"start, {report.get('serve_rss_growth_pct', {}).get('after_warmup')} % after the "
+        "warm-up (the goal, within 5 %, is read on the second)",
         "",
         f"good clips, quiet: {report['latency']['quiet']}; during the chaos: "
         f"{report['latency']['chaos']}",

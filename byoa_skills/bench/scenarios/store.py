@@ -108,7 +108,7 @@ async def _measure(
         began = time.perf_counter()
         await asyncio.to_thread(log.query, origin=origin, limit=100)
         queried.append(time.perf_counter() - began)
-    stall = await _longest_stall(shim, grants, log)
+    stall, ticks, recorded_in_burst = await _longest_stall(shim, grants, log)
     return {
         "grant_created_ms": _ms(created),
         "call_recorded_ms": _ms(recorded),
@@ -116,21 +116,34 @@ async def _measure(
         "site_query_ms": _ms(queried),
         "burst_calls": 1000,
         "burst_longest_stall_ms": stall * 1000,
+        "burst_stall_samples": ticks,
+        "burst_recorded": recorded_in_burst,
     }
 
 
-async def _longest_stall(shim: WalletShim, grants: list[str], log: ActivityLog) -> float:
-    """The event loop's longest lateness, in seconds, while 1,000 calls are recorded as a
-    burst (as many tasks at once)."""
+async def _longest_stall(
+    shim: WalletShim, grants: list[str], log: ActivityLog
+) -> tuple[float, int, int]:
+    """While 1,000 calls are recorded as a burst (as many tasks at once): the event loop's
+    longest lateness in seconds, how many times it was measured, and how many activity
+    entries the burst committed."""
     longest = 0.0
+    ticks = 0
     done = asyncio.Event()
 
+    def entries() -> int:
+        return int(log.database.read(lambda db: db.execute("SELECT count(*) FROM activity")
+                                     .fetchone()[0]))  # fmt: skip
+
+    before = await asyncio.to_thread(entries)
+
     async def ticker() -> None:
-        nonlocal longest
+        nonlocal longest, ticks
         while not done.is_set():
             began = time.perf_counter()
             await asyncio.sleep(0.001)
             longest = max(longest, time.perf_counter() - began - 0.001)
+            ticks += 1
 
     arrivals = random.Random(3)
 
@@ -149,7 +162,7 @@ async def _longest_stall(shim: WalletShim, grants: list[str], log: ActivityLog) 
     await asyncio.to_thread(log.database.flush)
     done.set()
     await watching
-    return longest
+    return longest, ticks, await asyncio.to_thread(entries) - before
 
 
 def run(ctx: Context) -> dict[str, Any]:
