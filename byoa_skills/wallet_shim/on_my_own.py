@@ -19,6 +19,7 @@ from byoa_skills.store.database import StoreError
 from byoa_skills.wallet_shim.consent import site_view
 from byoa_skills.wallet_shim.scope import More, Scope, difference_manifest, more_than
 from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.shown_text import shown
 
 log = logging.getLogger("byoa_skills.consent")
 
@@ -55,11 +56,11 @@ def asks_for_more(
 def difference_view(origin: str, manifest: dict[str, Any], more: More) -> dict[str, Any]:
     """The consent's view of only what ``manifest`` asks beyond what the site holds; the
     skills it already holds in full are listed as already allowed."""
-    shown = difference_manifest(manifest, more)
-    view = site_view(origin, shown)
-    asked = set(shown["skills"])
+    difference = difference_manifest(manifest, more)
+    view = site_view(origin, difference)
+    asked = set(difference["skills"])
     entries = manifest.get("skills") if isinstance(manifest.get("skills"), dict) else {}
-    view["alreadyAllowed"] = sorted(str(name) for name in entries if name not in asked)
+    view["alreadyAllowed"] = sorted(shown(str(name)) for name in entries if name not in asked)
     view["more"] = more.codes()
     return view
 
