@@ -28,6 +28,13 @@ ALLOW, DECLINE, DECIDE_ON_MY_OWN = "allow", "decline", "decide-on-my-own"
 ANSWERS = (ALLOW, DECLINE, DECIDE_ON_MY_OWN)
 #: What a consent that got no answer counts as.
 NO_ANSWER = "no-answer"
+#: Consents waiting at once, across all sites and ways in; one more is not shown.
+MAX_CONSENTS_WAITING = 16
+#: What :meth:`ConsentDesk.ask` answers, without showing anything, when that many wait.
+TOO_MANY_CONSENTS = "too-many-consents"
+#: What the gate's ask answers for a call whose grant already has a call waiting for the
+#: visitor (one at a time per grant).
+ASK_WAITING = "ask-waiting"
 
 
 @dataclass
@@ -62,6 +69,7 @@ class ConsentDesk:
         self.seconds = seconds if seconds is not None else consent_seconds()
         self._waiting: dict[str, Consent] = {}
         self._listeners: list[Listener] = []
+        self._asking_grants: set[str] = set()
 
     def listen(self, listener: Listener) -> None:
         """Tell ``listener`` of every consent opened and closed from now on."""
@@ -74,7 +82,12 @@ class ConsentDesk:
     async def ask(self, kind: str, origin: str, view: dict[str, Any]) -> str:
         """Show a consent and wait for the visitor: ``allow``, ``decline`` or
         ``decide-on-my-own``; ``no-answer`` (a decline) after :attr:`seconds`. A consent whose
-        asker goes away (the call was cancelled) closes unanswered."""
+        asker goes away (the call was cancelled) closes unanswered. With
+        :data:`MAX_CONSENTS_WAITING` already waiting, nothing is shown: ``too-many-consents``."""
+        if len(self._waiting) >= MAX_CONSENTS_WAITING:
+            log.warning("event=consent-refused kind=%s origin=%s code=%s", kind, origin,
+                        TOO_MANY_CONSENTS)  # fmt: skip
+            return TOO_MANY_CONSENTS
         created = now_ms()
         consent = Consent(
             id=secrets.token_urlsafe(12), kind=kind, origin=origin, view=view,
@@ -105,10 +118,21 @@ class ConsentDesk:
 
     async def ask_call(
         self, grant: Grant, call: dict[str, Any], reasons: list[dict[str, Any]]
-    ) -> bool:
+    ) -> bool | str:
         """The gate's ask hook: show the call the gate asks about and wait for the visitor;
-        True for Allow (or Allow and decide on my own)."""
-        decision = await self.ask("call", grant.origin, call_view(grant.origin, call, reasons))
+        True for Allow (or Allow and decide on my own), False for a decline. One call of a
+        grant waits for the visitor at a time: another is answered :data:`ASK_WAITING` at
+        once, and :data:`TOO_MANY_CONSENTS` when the desk is full (the codes it is refused
+        with)."""
+        if grant.id in self._asking_grants:
+            return ASK_WAITING
+        self._asking_grants.add(grant.id)
+        try:
+            decision = await self.ask("call", grant.origin, call_view(grant.origin, call, reasons))
+        finally:
+            self._asking_grants.discard(grant.id)
+        if decision == TOO_MANY_CONSENTS:
+            return decision
         return decision in (ALLOW, DECIDE_ON_MY_OWN)
 
     def _tell(self, event: str, consent: Consent) -> None:
