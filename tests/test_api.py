@@ -147,7 +147,10 @@ def test_http_request_level_refusals(engine: Engine) -> None:
 
 
 def test_health_ready_and_metrics(engine: Engine) -> None:
-    assert engine.get("/health", token=None) == (200, '{"ok": true}')
+    status, health = engine.get("/health", token=None)
+    assert status == 200
+    assert json.loads(health) == {"ok": True, "status": "ok",
+                                  "store": {"ok": True, "pendingChanges": 0}}  # fmt: skip
     assert len(engine.workers()) == 2
     assert engine.get("/metrics", token=None)[0] == 401
     status, text = engine.get("/metrics")

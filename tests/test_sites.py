@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from byoa_skills.commands import sites as sites_command
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import (
+    SiteChangePending,
     SiteEntry,
     SiteListError,
     SiteStore,
@@ -373,3 +375,63 @@ def test_run_takes_a_plain_namespace(home: Path) -> None:
     args = argparse.Namespace(sites_command="block", origin=GAME)
     assert sites_command.run(args) == 0
     assert SiteStore().state(GAME) == "blocked"
+
+
+def test_a_block_the_store_refuses_is_in_force_at_once_and_written_later(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "wallet.sqlite3"
+    path.parent.mkdir(mode=0o700)
+    path.write_bytes(b"not a database " * 100)
+    database = WalletDatabase(path)
+    sites = SiteStore(database, keep_unwritten=True)
+    with pytest.raises(SiteChangePending) as pending:
+        sites.block(GAME)
+    assert pending.value.code == "store-damaged" and pending.value.changed is True
+    assert sites.state(GAME) == "blocked"  # in force, though nothing could be read
+    with pytest.raises(SiteListError):
+        sites.state("https://other.example.org")  # every other site: unreadable
+    assert sites.unwritten() == {GAME: "blocked"}
+    assert database.status().pending_changes == 1
+    path.rename(tmp_path / "damaged.sqlite3")  # the visitor moves the damaged file aside
+    deadline = time.monotonic() + 30
+    while sites.unwritten() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sites.unwritten() == {} and database.status().ok
+    assert SiteStore(WalletDatabase(path)).state(GAME) == "blocked"  # written
+    database.close()
+
+
+def test_without_keep_unwritten_a_refused_change_is_not_in_force(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    path.write_bytes(b"not a database " * 100)
+    sites = SiteStore(WalletDatabase(path))  # the CLI's: it says the change failed
+    with pytest.raises(SiteListError) as refused:
+        sites.block(GAME)
+    assert not isinstance(refused.value, SiteChangePending)
+    assert sites.unwritten() == {}
+    with pytest.raises(SiteListError):
+        sites.state(GAME)
+
+
+def test_changes_held_in_turn_are_written_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    path.write_bytes(b"not a database " * 100)
+    database = WalletDatabase(path)
+    sites = SiteStore(database, keep_unwritten=True)
+    for change in (sites.pause, sites.block, sites.resume):
+        with pytest.raises(SiteChangePending):
+            change(GAME)
+    with pytest.raises(SiteListError):
+        sites.state(GAME)  # resumed, but a store that cannot be read serves no site
+    assert [entry.state for entry in sites_after_repair(path, sites)] == ["active"]
+    assert SiteStore(WalletDatabase(path)).get(GAME) is not None  # the pause and block ran
+    database.close()
+
+
+def sites_after_repair(path: Path, sites: SiteStore) -> list[SiteEntry]:
+    """Move the damaged file aside, wait until every held change is written; the list."""
+    path.rename(path.with_name("damaged.sqlite3"))
+    deadline = time.monotonic() + 30
+    while sites.unwritten() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sites.unwritten() == {}
+    return sites.list()

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from grants import GEO_MANIFEST, grant
@@ -22,6 +23,7 @@ from byoa_skills.skills import PreparedCall, SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import StoreError, WalletDatabase, while_busy
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
+from byoa_skills.store.problems import StoreStatus
 from byoa_skills.store.schema import MIGRATIONS
 from byoa_skills.store.sites import SiteListError, SiteStore
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -285,3 +287,80 @@ def test_forgetting_a_site_removes_its_kept_grants_and_pairing(tmp_path: Path) -
         for table in ("grants", "link_pairings")
     ])  # fmt: skip
     assert counts == [0, 0]
+
+
+def test_hostile_legacy_json_is_skipped_and_the_rest_imported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "data"
+    old_files(folder)
+    (folder / "recent-codes.json").write_text(
+        '{"inf": Infinity, "nan": NaN, "big": 1e30, "fine": 1790000000}'
+    )
+    hostile = '{"time":"2026-11-05T10:00:00.000Z","kind":"call","latencyMs":NaN}\n'
+    (folder / "activity" / "activity.jsonl.2").write_text(hostile)
+    database = WalletDatabase(folder / "wallet.sqlite3")
+    with caplog.at_level(logging.WARNING, logger="byoa_skills.store"):
+        assert database.check().ok
+    assert RecentCodes(database).seen("fine") is False  # digests are kept, not codes
+    codes = database.read(lambda db: db.execute("SELECT seen_ms FROM recent_codes").fetchall())
+    assert codes == [(1_790_000_000_000,)]
+    assert [entry["n"] for entry in ActivityLog(database).read()] == [0, 1, 2]
+    assert SiteStore(database).state(GAME) == "blocked"
+    assert "event=import-skipped file=recent-codes.json entries=3" in caplog.text
+    assert "event=import-skipped file=activity lines=1" in caplog.text
+    database.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (lambda path: path.write_bytes(os.urandom(8192)), "store-damaged"),
+        (lambda path: path.mkdir(), "store-unsafe"),
+        (lambda path: path.parent.chmod(0o777), "store-unsafe"),
+        (lambda path: path.with_name("sites.json").write_text("[" * 100_000), "store-damaged"),
+    ],
+    ids=["random-bytes", "directory", "folder-0777", "sites-json-too-deep"],
+)
+def test_a_store_that_cannot_be_used_says_why_and_raises_store_error(
+    tmp_path: Path, damage: Any, code: str
+) -> None:
+    path = tmp_path / "data" / "wallet.sqlite3"
+    path.parent.mkdir(mode=0o700)
+    damage(path)
+    database = WalletDatabase(path)
+    status = database.check()
+    assert (status.ok, status.code) == (False, code) and str(path.parent) in str(status.message)
+    with pytest.raises(StoreError) as raised:
+        database.read(lambda db: db.execute("SELECT 1").fetchone())
+    assert raised.value.code == code
+    with pytest.raises(StoreError):
+        database.write(lambda db: None)
+    assert database.status().code == code
+    path.parent.chmod(0o700)
+
+
+def test_a_database_cut_short_is_refused_as_damaged(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    database = WalletDatabase(path)
+    log = ActivityLog(database)
+    for number in range(300):
+        log.record({"kind": "call", "origin": GAME, "n": number})
+    database.flush()
+    database.close()
+    os.truncate(path, path.stat().st_size // 2)
+    again = WalletDatabase(path)
+    with pytest.raises(StoreError, match="malformed") as raised:
+        ActivityLog(again).read()
+    assert raised.value.code == "store-damaged"
+
+
+def test_a_repaired_store_is_seen_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.sqlite3"
+    path.write_bytes(b"not a database " * 100)
+    database = WalletDatabase(path)
+    assert database.check().code == "store-damaged"
+    path.rename(tmp_path / "wallet.sqlite3.damaged")  # what the message says to do
+    assert database.check() == StoreStatus(ok=True)
+    assert SiteStore(database).state(GAME) == "active"
+    database.close()

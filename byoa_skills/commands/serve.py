@@ -45,6 +45,7 @@ from byoa_skills.serve.wallet.routes import WalletPage
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_ROWS, ActivityLog
 from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.problems import StoreStatus
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -246,7 +247,9 @@ async def serve(
     database = WalletDatabase.default()
     activity = ActivityLog(database, max_age_days=retention.days, max_rows=retention.rows)
     consents = ConsentDesk()
-    shim = WalletShim(engine, SiteStore(database), activity, ask=consents.ask_call)
+    sites = SiteStore(database, keep_unwritten=True)
+    shim = WalletShim(engine, sites, activity, ask=consents.ask_call)
+    _say_store(await asyncio.to_thread(database.check))
     activity.prune()
     intake = LinkIntake(shim, consents=consents)
     page = WalletPage(engine, shim, intake, consents)
@@ -290,6 +293,15 @@ async def serve(
         await runner.cleanup()
         await asyncio.to_thread(database.close)  # what is queued is committed
         log.info("event=stopped")
+
+
+def _say_store(status: StoreStatus) -> None:
+    """Tell the visitor, at start, that the store cannot be used: the engine runs on, and
+    every site is refused until it can be (``/health`` and the wallet page say so too)."""
+    if not status.ok:
+        print(f"byoa-skills: the wallet's store cannot be used ({status.code}): "
+              f"{status.message}; sites are refused until it can be", file=sys.stderr,
+              flush=True)  # fmt: skip
 
 
 def _link_outcome(answer: dict[str, Any]) -> str:

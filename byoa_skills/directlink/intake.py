@@ -156,14 +156,25 @@ class LinkIntake:
         )
 
     def resume_pairings(self) -> int:
-        """Come back to every site kept with "decide on my own"; how many."""
+        """Come back to every site kept with "decide on my own"; how many (none while the
+        store cannot be read, logged: no site is served from a store that fails)."""
+        try:
+            kept = self.pairings.all()
+        except StoreError as error:
+            log.error("event=pairings-unreadable code=%s error=%r", error.code, str(error))
+            return 0
         count = 0
-        for origin, record in self.pairings.all().items():
+        for origin, record in kept.items():
             check = check_link(str(record.get("link", "")), dev_local=self.dev_local)
             if not check.ok or link_origin(check) != origin or not record.get("pairing"):
                 self.pairings.drop(origin)
                 continue
-            if self.shim.sites.state(origin) != "active":
+            try:
+                state = self.shim.sites.state(origin)
+            except StoreError as error:
+                log.error("event=pairings-unreadable code=%s error=%r", error.code, str(error))
+                return count
+            if state != "active":
                 continue
             session = LinkSession(record["link"], check, origin, decide_on_my_own=True,
                                   pairing=str(record["pairing"]))  # fmt: skip

@@ -150,7 +150,11 @@ def loopback_host(request: web.Request) -> bool:
 
 
 async def _health(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True})
+    """The engine answers (always 200); ``status`` is ``degraded`` while the wallet's store
+    cannot be used or a change waits to be written, and ``store`` says why."""
+    store = await asyncio.to_thread(request.app[SHIM_KEY].sites.database.check)
+    status = "ok" if store.ok else "degraded"
+    return web.json_response({"ok": True, "status": status, "store": store.to_json()})
 
 
 async def _ready(request: web.Request) -> web.Response:

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from byoa_skills import __version__
+from byoa_skills.store.problems import STORE_CODES
 
 Schema = dict[str, Any]
 
@@ -74,6 +75,25 @@ LINK_ANSWER: Schema = {
     },
 }
 OK: Schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"const": True}}}
+HEALTH: Schema = {
+    "type": "object",
+    "required": ["ok", "status", "store"],
+    "properties": {
+        "ok": {"const": True},
+        "status": {"enum": ["ok", "degraded"]},
+        "store": {
+            "type": "object",
+            "required": ["ok", "pendingChanges"],
+            "properties": {
+                "ok": {"type": "boolean"},
+                "code": {"enum": sorted(STORE_CODES)},
+                "message": {"type": "string"},
+                "pendingChanges": {"type": "integer", "minimum": 0,
+                                   "description": "pauses and blocks in force, not yet written"},
+            },
+        },
+    },
+}  # fmt: skip
 
 _SKILL_CALL_BODY: Schema = {
     "type": "object",
@@ -116,8 +136,13 @@ def health_paths() -> dict[str, Schema]:
     """``/health``, ``/ready``, ``/metrics`` and this description."""
     return {
         "/health": {"get": {
-            "summary": "The engine answers", "security": [],
-            "responses": {"200": _json(OK, "always")},
+            "summary": "The engine answers, and whether the wallet's store works",
+            "description": "Always 200 while the engine runs. `status` is `degraded` while "
+            "the wallet's store cannot be used (then every site is refused `site-unreadable`; "
+            "the visitor's own calls work) or a pause or block waits to be written; `store` "
+            "says why, with one of the codes of docs/activity-and-sites.md.",
+            "security": [],
+            "responses": {"200": _json(HEALTH, "always")},
         }},
         "/ready": {"get": {
             "summary": "Whether calls are taken (at least one worker is warm)", "security": [],

@@ -16,12 +16,18 @@ Two kinds of access, so that the engine's event loop never waits on the disk:
 
 Several processes (``serve`` and the CLI) may use the file at once; a writer that finds it
 locked waits up to :data:`BUSY_SECONDS`.
+
+A file that cannot be used (damaged, planted, read-only, on a full disk) never stops the
+process: every read and write raises :class:`StoreError` with a code (see
+:mod:`byoa_skills.store.problems`), :meth:`WalletDatabase.check` says what is wrong, and a
+change submitted with ``keep=True`` waits in memory until the disk takes it.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -37,6 +43,13 @@ from typing import Any, TypeVar
 
 from byoa_skills.store import paths
 from byoa_skills.store.files import FILE_MODE, UnsafePathError, private_folder
+from byoa_skills.store.problems import (
+    StoreStatus,
+    TooNewError,
+    advice,
+    is_disk_problem,
+    problem_code,
+)
 from byoa_skills.store.schema import MIGRATIONS
 
 log = logging.getLogger("byoa_skills.store")
@@ -46,6 +59,9 @@ DATABASE_FILE = "wallet.sqlite3"
 BUSY_SECONDS = 10.0
 #: The most queued changes the writer commits in one transaction.
 MAX_BATCH = 512
+#: How often the writer tries again the changes the store refused, in seconds (each later
+#: write tries them first as well).
+RETRY_SECONDS = 5.0
 
 T = TypeVar("T")
 Change = Callable[[sqlite3.Connection], T]
@@ -78,7 +94,21 @@ def while_busy(attempt: Callable[[], T], seconds: float = BUSY_SECONDS) -> T:
 
 
 class StoreError(Exception):
-    """The wallet's database cannot be opened or read (the message says why)."""
+    """The wallet's database cannot be opened, read or written: ``code`` (one of
+    :data:`~byoa_skills.store.problems.STORE_CODES`) and a message that says why."""
+
+    def __init__(self, message: str, code: str = "store-unreadable") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class WritePending(StoreError):
+    """A change the disk refused, kept to be written later: ``written`` is a future that has
+    the change's value once it is committed (or the change's own error)."""
+
+    def __init__(self, message: str, code: str, written: Future[Any]) -> None:
+        super().__init__(message, code)
+        self.written = written
 
 
 def _database_files(path: Path) -> tuple[Path, ...]:
@@ -115,9 +145,13 @@ class WalletDatabase:
         self._opened = False
         self._open_lock = threading.Lock()
         self._local = threading.local()
-        self._queue: queue.Queue[tuple[Change[Any], Future[Any]] | None] = queue.Queue()
+        self._queue: queue.Queue[_Queued | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._writer_lock = threading.Lock()
+        #: The last failure to use the database, until a use works again.
+        self._problem: StoreError | None = None
+        #: Changes submitted with ``keep`` that the disk refused, oldest first (the writer's).
+        self._unwritten: list[tuple[Change[Any], Future[Any]]] = []
 
     @classmethod
     def default(cls) -> WalletDatabase:
@@ -143,9 +177,40 @@ class WalletDatabase:
                 check_own_file(self.path)
                 self.path.chmod(FILE_MODE)
                 while_busy(self._connect_and_migrate)
-            except (sqlite3.Error, OSError) as error:
-                raise StoreError(f"the database {self.path} cannot be used: {error}") from None
+            except Exception as error:  # whatever the file holds, the engine goes on
+                raise self._failed(error, f"the database {self.path} cannot be used") from None
             self._opened = True
+            self._recovered()
+
+    def status(self) -> StoreStatus:
+        """The store as last found (no disk access): its problem, and the changes waiting."""
+        problem, pending = self._problem, len(self._unwritten)
+        if problem is None:
+            return StoreStatus(ok=pending == 0, pending_changes=pending)
+        return StoreStatus(False, problem.code, str(problem), pending)
+
+    def check(self) -> StoreStatus:
+        """:meth:`status`, after trying to open the database when it is not open yet (so a
+        file the visitor repaired is seen at once)."""
+        if not self._opened:
+            with contextlib.suppress(StoreError):
+                self.open()
+        return self.status()
+
+    def _failed(self, error: Exception, what: str) -> StoreError:
+        """A :class:`StoreError` for ``error``, kept as the store's problem (logged once)."""
+        code = problem_code(error, self.path.parent)
+        failure = StoreError(f"{what}: {error}; {advice(code)}", code)
+        previous = self._problem
+        if previous is None or (previous.code, str(previous)) != (failure.code, str(failure)):
+            log.error("event=store-problem code=%s error=%r", failure.code, str(failure))
+        self._problem = failure
+        return failure
+
+    def _recovered(self) -> None:
+        if self._problem is not None:
+            log.info("event=store-recovered was=%s", self._problem.code)
+            self._problem = None
 
     def _connect_and_migrate(self) -> None:
         connection = self._connect_once()
@@ -177,7 +242,7 @@ class WalletDatabase:
         try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             if version > len(MIGRATIONS):
-                raise sqlite3.DatabaseError(
+                raise TooNewError(
                     f"schema version {version} is newer than this engine knows "
                     f"({len(MIGRATIONS)}): update byoa-skills"
                 )
@@ -210,7 +275,7 @@ class WalletDatabase:
             try:
                 connection = self._connect()
             except sqlite3.Error as error:
-                raise StoreError(f"the wallet's database cannot be read: {error}") from None
+                raise self._failed(error, "the wallet's database cannot be read") from None
             self._local.connection = connection
             self._local.version = None
         return connection
@@ -220,7 +285,7 @@ class WalletDatabase:
         try:
             return query(self.reader())
         except sqlite3.Error as error:
-            raise StoreError(f"the wallet's database cannot be read: {error}") from None
+            raise self._failed(error, "the wallet's database cannot be read") from None
 
     def changed(self) -> bool:
         """Whether anything was committed (by any connection) since this thread last asked;
@@ -229,7 +294,7 @@ class WalletDatabase:
         try:
             version = connection.execute("PRAGMA data_version").fetchone()[0]
         except sqlite3.Error as error:
-            raise StoreError(f"the wallet's database cannot be read: {error}") from None
+            raise self._failed(error, "the wallet's database cannot be read") from None
         if version == self._local.version:
             return False
         self._local.version = version
@@ -237,12 +302,18 @@ class WalletDatabase:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def submit(self, change: Change[T]) -> Future[T]:
+    def submit(self, change: Change[T], *, keep: bool = False) -> Future[T]:
         """Queue ``change`` for the writer thread; its future has the change's return value
-        once committed (or its exception; the other changes of the batch still commit)."""
+        once committed (or its exception; the other changes of the batch still commit).
+
+        When the store cannot take it (damaged, read-only, full) the future fails with
+        :class:`StoreError`; with ``keep`` it fails with :class:`WritePending` instead and the
+        change is kept: the writer tries it again before every later batch and every
+        :data:`RETRY_SECONDS` until it commits. Kept changes are lost if the process ends
+        before then."""
         future: Future[T] = Future()
         self._start_writer()
-        self._queue.put((change, future))
+        self._queue.put(_Queued(change, future, keep))
         return future
 
     def write(self, change: Change[T]) -> T:
@@ -262,6 +333,9 @@ class WalletDatabase:
         if writer is not None:
             self._queue.put(None)
             writer.join()
+        if self._unwritten:
+            log.error("event=store-changes-lost count=%d (the disk never took them)",
+                      len(self._unwritten))  # fmt: skip
         connection = getattr(self._local, "connection", None)
         if connection is not None:
             connection.close()
@@ -280,12 +354,15 @@ class WalletDatabase:
 
     def _write_forever(self) -> None:
         connection: sqlite3.Connection | None = None
-        while True:
-            first = self._queue.get()
+        stop = False
+        while not stop:
+            try:
+                first = self._queue.get(timeout=RETRY_SECONDS if self._unwritten else None)
+            except queue.Empty:
+                first = _RETRY  # only the kept changes, tried again
             if first is None:
                 break
-            batch = [first]
-            stop = False
+            batch = [] if first is _RETRY else [first]
             while len(batch) < MAX_BATCH:
                 try:
                     item = self._queue.get_nowait()
@@ -295,29 +372,58 @@ class WalletDatabase:
                     stop = True
                     break
                 batch.append(item)
+            # the kept changes go first, in the order they were made
+            changes = [*self._unwritten, *((item.change, item.future) for item in batch)]
             try:
                 if connection is None:
                     self.open()
                     connection = self._connect()
-                while_busy(functools.partial(_commit, connection, batch))
-            except (StoreError, sqlite3.Error) as error:
-                log.error("event=store-write-failed changes=%d error=%r", len(batch), str(error))
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(StoreError(f"not written: {error}"))
+                while_busy(functools.partial(_commit, connection, changes))
+            except Exception as error:  # the disk or the file failed: nothing was written
+                # a StoreError is open()'s, which said why already
+                failure = (
+                    error if isinstance(error, StoreError) else self._failed(error, "not written")
+                )
+                self._refuse(batch, failure)
                 if connection is not None:
                     with contextlib.suppress(sqlite3.Error):
                         connection.close()
                     connection = None
-            if stop:
-                break
+            else:
+                self._unwritten = []
+                self._recovered()
         if connection is not None:
             connection.close()
+
+    def _refuse(self, batch: list[_Queued], failure: StoreError) -> None:
+        """Fail the futures of a batch the store did not take; keep the changes that ask."""
+        for item in batch:
+            if item.future.done():
+                continue
+            if item.keep:
+                written: Future[Any] = Future()
+                self._unwritten.append((item.change, written))
+                message = f"in force now, {failure}"
+                item.future.set_exception(WritePending(message, failure.code, written))
+            else:
+                item.future.set_exception(StoreError(str(failure), failure.code))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Queued:
+    change: Change[Any]
+    future: Future[Any]
+    keep: bool = False
+
+
+#: What the writer makes of a wait that timed out: try the kept changes again.
+_RETRY = _Queued(lambda connection: None, Future())
 
 
 def _commit(connection: sqlite3.Connection, batch: list[tuple[Change[Any], Future[Any]]]) -> None:
     """Run a batch of changes in one transaction; a change that fails is rolled back alone
-    (a savepoint each) and its future gets the error."""
+    (a savepoint each) and its future gets the error. A failure of the disk or the file
+    fails the whole batch (raised), whichever change met it."""
     results: list[tuple[Future[Any], Any, BaseException | None]] = []
     connection.execute("BEGIN IMMEDIATE")
     try:
@@ -326,6 +432,8 @@ def _commit(connection: sqlite3.Connection, batch: list[tuple[Change[Any], Futur
             try:
                 value = change(connection)
             except Exception as error:  # one bad change must not lose the others
+                if is_disk_problem(error):
+                    raise
                 connection.execute("ROLLBACK TO change")
                 connection.execute("RELEASE change")
                 results.append((future, None, error))

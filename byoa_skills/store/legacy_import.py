@@ -6,6 +6,10 @@ as a backup, never read again). A file that cannot be read is left where it is, 
 the log and, for the site list, refused: a damaged ``sites.json`` may hold blocked sites, so
 the database is not made until the visitor repairs or removes it (calls are refused
 ``site-unreadable`` meanwhile, as they were).
+
+An entry no engine could have written (a time that is NaN, Infinity or 1e30, a value JSON
+does not allow, nesting deeper than Python reads) is skipped, counted and reported in the
+log (``event=import-skipped``); the rest of its file is imported.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -31,6 +36,8 @@ ACTIVITY_FILE = "activity.jsonl"
 IMPORTED_SUFFIX = ".imported"
 #: How every activity line older versions wrote begins.
 _ENTRY_START = b'{"time":'
+#: The latest instant a recent code may carry, in seconds since the epoch (year 9999).
+_LAST_SECOND = 253_402_300_799
 
 
 def import_json_files(db: sqlite3.Connection, folder: Path) -> list[str]:
@@ -38,6 +45,7 @@ def import_json_files(db: sqlite3.Connection, folder: Path) -> list[str]:
     of the files that were damaged (left where they are). Raises :class:`SiteListError` for
     a ``sites.json`` that is not a valid site list."""
     counts = {"sites": 0, "pairings": 0, "codes": 0, "activity": 0}
+    skipped = {PAIRINGS_FILE: 0, RECENT_CODES_FILE: 0}
     damaged: list[str] = []
     sites_path = folder / SITES_FILE
     with contextlib.suppress(FileNotFoundError):
@@ -54,31 +62,45 @@ def import_json_files(db: sqlite3.Connection, folder: Path) -> list[str]:
     for origin, record in pairings.items():
         try:
             key = normalize_origin(origin)
-        except ValueError:
-            log.warning("event=import-skipped file=%s origin=%r", PAIRINGS_FILE, origin[:100])
+            text = json.dumps(record, allow_nan=False) if isinstance(record, dict) else None
+        except (ValueError, TypeError, RecursionError):
+            key = text = None
+        if key is None or text is None:
+            skipped[PAIRINGS_FILE] += 1
             continue
-        if isinstance(record, dict):
-            db.execute(
-                "INSERT INTO sites (origin, state, since) VALUES (?, 'active', '') "
-                "ON CONFLICT (origin) DO NOTHING",
-                (key,),
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO link_pairings (origin, record) VALUES (?, ?)",
-                (key, json.dumps(record)),
-            )
-            counts["pairings"] += 1
+        db.execute(
+            "INSERT INTO sites (origin, state, since) VALUES (?, 'active', '') "
+            "ON CONFLICT (origin) DO NOTHING",
+            (key,),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO link_pairings (origin, record) VALUES (?, ?)", (key, text)
+        )
+        counts["pairings"] += 1
     for digest, seen in _json_object(folder / RECENT_CODES_FILE, damaged).items():
-        if isinstance(seen, (int, float)) and not isinstance(seen, bool):
-            db.execute(
-                "INSERT OR REPLACE INTO recent_codes (digest, seen_ms) VALUES (?, ?)",
-                (str(digest), int(seen * 1000)),
-            )
-            counts["codes"] += 1
+        if not _is_instant(seen):
+            skipped[RECENT_CODES_FILE] += 1
+            continue
+        db.execute(
+            "INSERT OR REPLACE INTO recent_codes (digest, seen_ms) VALUES (?, ?)",
+            (str(digest), int(seen * 1000)),
+        )
+        counts["codes"] += 1
     counts["activity"] = _import_activity(db, folder / ACTIVITY_FOLDER)
+    for name, count in skipped.items():
+        if count:
+            log.warning("event=import-skipped file=%s entries=%d", name, count)
     if any(counts.values()):
         log.info("event=store-imported %s", " ".join(f"{k}={v}" for k, v in counts.items()))
     return damaged
+
+
+def _is_instant(seen: Any) -> bool:
+    """Whether ``seen`` is a time older versions could have written: seconds since the
+    epoch, a finite number from 0 to the year 9999."""
+    if not isinstance(seen, (int, float)) or isinstance(seen, bool):
+        return False
+    return math.isfinite(seen) and 0 <= seen <= _LAST_SECOND
 
 
 def keep_imported_files(folder: Path, damaged: list[str]) -> None:
@@ -108,7 +130,12 @@ def _import_activity(db: sqlite3.Connection, folder: Path) -> int:
             if entry is None or not isinstance(entry.get("time"), str):
                 skipped += 1
                 continue
-            insert_entry(db, entry_row(entry, _time_ms(entry["time"])))
+            try:  # NaN, Infinity and 1e400 are read by Python's JSON, written by no engine
+                row = entry_row(entry, _time_ms(entry["time"]))
+            except (ValueError, TypeError, OverflowError, RecursionError):
+                skipped += 1
+                continue
+            insert_entry(db, row)
             count += 1
     if skipped:
         log.warning("event=import-skipped file=%s lines=%d", ACTIVITY_FOLDER, skipped)
@@ -123,6 +150,8 @@ def _rotation(path: Path) -> int:
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
     try:
         entry = json.loads(raw)
+    except RecursionError:
+        return None
     except ValueError:
         # A line torn by a crash is followed by the next whole entry on the same line; every
         # entry begins with its time, so the last such beginning is that entry.
@@ -131,7 +160,7 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
             return None
         try:
             entry = json.loads(raw[start:])
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return entry if isinstance(entry, dict) else None
 
@@ -141,7 +170,7 @@ def _time_ms(text: str) -> int:
 
     try:
         return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         return 0
 
 
@@ -152,8 +181,8 @@ def _json_object(path: Path, damaged: list[str]) -> dict[str, Any]:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:
         return {}
-    except (ValueError, OSError) as error:
-        data, problem = None, str(error)
+    except (ValueError, OSError, RecursionError) as error:
+        data, problem = None, str(error)[:200]
     else:
         problem = "not a JSON object"
     if isinstance(data, dict):

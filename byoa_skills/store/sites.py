@@ -3,8 +3,10 @@ for each on its own, and when each was seen.
 
 An origin the list does not hold is ``active``. The list is the ``sites`` table of the
 wallet's database (:mod:`byoa_skills.store.database`); ``serve`` and the CLI may change it at
-once, and the engine sees a change at its next call. ``parse_site_list`` reads the JSON file
-older versions kept (``sites.json``), for the import.
+once, and the engine sees a change at its next call. In ``serve`` (``keep_unwritten``) a
+pause, block or resume the disk refuses is in force at once all the same, and written when
+the disk takes it. ``parse_site_list`` reads the JSON file older versions kept
+(``sites.json``), for the import.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.store.database import StoreError, WalletDatabase
+from byoa_skills.store.database import StoreError, WalletDatabase, WritePending
 
 #: The file older versions kept the list in, and its format's version.
 SITES_FILE = "sites.json"
@@ -41,6 +43,24 @@ _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 class SiteListError(StoreError):
     """The site list cannot be read: the database fails, or the `sites.json` to import is
     damaged. Calls are refused (`site-unreadable`) until it can be."""
+
+
+class SiteChangePending(SiteListError):
+    """A pause, block or resume in force now that the store has not written yet (it is
+    written once the store takes it); ``changed`` says whether the state in force changed."""
+
+    def __init__(self, message: str, code: str, changed: bool) -> None:
+        super().__init__(message, code)
+        self.changed = changed
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A state change in force in this process and not yet written."""
+
+    state: str
+    since: str
+    note: str | None
 
 
 @dataclass(frozen=True)
@@ -142,17 +162,30 @@ class SiteStore:
     database that cannot be read raises :class:`SiteListError` (callers fail closed).
     """
 
-    def __init__(self, database: WalletDatabase | None = None) -> None:
+    def __init__(
+        self, database: WalletDatabase | None = None, *, keep_unwritten: bool = False
+    ) -> None:
+        """With ``keep_unwritten`` (the engine's), a pause, block or resume the store refuses
+        is in force in this process at once and kept to be written (see :meth:`pause`)."""
         self.database = database if database is not None else WalletDatabase.default()
+        self.keep_unwritten = keep_unwritten
         self._local = threading.local()
+        self._held: dict[str, _Held] = {}
+        self._held_lock = threading.Lock()
 
     def state(self, origin: str) -> str:
         """The origin's state: ``active``, ``paused`` or ``blocked`` (``active`` when unknown).
 
-        Answered from a cache that is dropped whenever the database changed, so asking on
-        every call costs one ``PRAGMA data_version`` while nothing changes."""
+        A pause or block not yet written is in force (it needs no read). Otherwise answered
+        from a cache that is dropped whenever the database changed, so asking on every call
+        costs one ``PRAGMA data_version`` while nothing changes."""
         key = normalize_origin(origin)
-        cache = self._cache()
+        held = self._held.get(key)
+        if held is not None and held.state != ACTIVE:
+            return held.state
+        cache = self._cache()  # a store that cannot be read serves no site, resumed or not
+        if held is not None:
+            return held.state
         state = cache.get(key)
         if state is None:
             row = self._read(
@@ -162,18 +195,32 @@ class SiteStore:
         return state
 
     def list(self) -> list[SiteEntry]:
-        """Every origin the list holds, sorted by origin."""
+        """Every origin the list holds, sorted by origin (with the states in force)."""
         rows = self._read(lambda db: db.execute(f"{_SELECT} ORDER BY origin").fetchall())
-        return [_entry(row) for row in rows]
+        entries = {row[0]: _entry(row) for row in rows}
+        for origin, held in self._held.copy().items():
+            entries[origin] = _with_held(entries.get(origin), origin, held)
+        return [entries[origin] for origin in sorted(entries)]
 
     def get(self, origin: str) -> SiteEntry | None:
         """The origin's entry, or ``None`` when the list does not hold it."""
         key = normalize_origin(origin)
         row = self._read(lambda db: db.execute(f"{_SELECT} WHERE origin = ?", (key,)).fetchone())
-        return _entry(row) if row else None
+        entry = _entry(row) if row else None
+        held = self._held.get(key)
+        return entry if held is None else _with_held(entry, key, held)
+
+    def unwritten(self) -> dict[str, str]:
+        """The state changes in force but not yet written, by origin."""
+        return {origin: held.state for origin, held in self._held.copy().items()}
 
     def pause(self, origin: str, note: str | None = None) -> bool:
-        """Pause the origin: its grants stay, but it gets no answer until resumed."""
+        """Pause the origin: its grants stay, but it gets no answer until resumed.
+
+        With ``keep_unwritten``, when the store refuses the change (a full or read-only disk,
+        a damaged file) it is in force in this process all the same, kept and written once
+        the store takes it, and :class:`SiteChangePending` says so; so are :meth:`block` and
+        :meth:`resume`."""
         return self._set_state(origin, PAUSED, note)
 
     def resume(self, origin: str) -> bool:
@@ -188,9 +235,12 @@ class SiteStore:
         """Remove the origin from the list (it is ``active`` again), with its kept grants and
         its pairing; False when it was not there."""
         key = normalize_origin(origin)
-        return self._write(
+        forgotten = self._write(
             lambda db: db.execute("DELETE FROM sites WHERE origin = ?", (key,)).rowcount > 0
         )
+        with self._held_lock:  # a change kept before was written first (kept ones go first)
+            held = self._held.pop(key, None)
+        return forgotten or held is not None
 
     def seen(self, origin: str) -> Future[None]:
         """Record that the origin asked for a grant now (first and last seen), keeping its
@@ -220,6 +270,40 @@ class SiteStore:
     def _set_state(self, origin: str, state: str, note: str | None) -> bool:
         key = normalize_origin(origin)
         now = _now()
+        if not self.keep_unwritten:
+            return self._write(self._state_change(key, state, note, now))
+        try:
+            before: str | None = self.state(key)
+        except SiteListError:
+            before = None
+        held = _Held(state, now, note)
+        with self._held_lock:
+            self._held[key] = held  # in force from now on, written or not
+        try:
+            future = self.database.submit(self._state_change(key, state, note, now), keep=True)
+            changed = bool(future.result())
+        except WritePending as pending:
+            pending.written.add_done_callback(lambda _: self._settle(key, held))
+            raise SiteChangePending(str(pending), pending.code, before != state) from None
+        except Exception as error:  # refused for what it is: not kept, not in force
+            self._settle(key, held)
+            if isinstance(error, StoreError):
+                raise SiteListError(str(error), error.code) from None
+            raise
+        self._settle(key, held)
+        return changed
+
+    def _settle(self, key: str, held: _Held) -> None:
+        """The change ``held`` is written (or refused): the database says the state again,
+        unless a later change is held."""
+        with self._held_lock:
+            if self._held.get(key) is held:
+                del self._held[key]
+
+    @staticmethod
+    def _state_change(
+        key: str, state: str, note: str | None, now: str
+    ) -> Callable[[sqlite3.Connection], bool]:
 
         def change(db: sqlite3.Connection) -> bool:
             row = db.execute("SELECT state, note FROM sites WHERE origin = ?", (key,)).fetchone()
@@ -235,14 +319,14 @@ class SiteStore:
                 db.execute("UPDATE sites SET note = ? WHERE origin = ?", (note, key))
             return True
 
-        return self._write(change)
+        return change
 
     def _cache(self) -> dict[str, str]:
         cache: dict[str, str] | None = getattr(self._local, "states", None)
         try:
             changed = self.database.changed()
         except StoreError as error:
-            raise SiteListError(str(error)) from None
+            raise SiteListError(str(error), error.code) from None
         if cache is None or changed:
             cache = self._local.states = {}
         return cache
@@ -251,12 +335,14 @@ class SiteStore:
         try:
             return self.database.read(query)
         except StoreError as error:
-            raise SiteListError(str(error)) from None
+            raise SiteListError(str(error), error.code) from None
 
     def _write(self, change: Callable[[sqlite3.Connection], bool]) -> bool:
         try:
             return bool(self.database.write(change))
-        except (StoreError, sqlite3.Error) as error:
+        except StoreError as error:
+            raise SiteListError(str(error), error.code) from None
+        except sqlite3.Error as error:
             raise SiteListError(str(error)) from None
 
 
@@ -283,28 +369,42 @@ def parse_site_list(data: bytes, path: Path) -> dict[str, dict[str, Any]]:
     when it is not a valid site list."""
     try:
         document = json.loads(data)
-    except ValueError as error:
-        raise SiteListError(f"{path} is not JSON: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise SiteListError(f"{path} is not JSON: {error}", "store-damaged") from None
+    damaged = "store-damaged"
     if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
-        raise SiteListError(f"{path} is not a site list of version {FORMAT_VERSION}")
+        raise SiteListError(f"{path} is not a site list of version {FORMAT_VERSION}", damaged)
     sites = document.get("sites")
     if not isinstance(sites, dict):
-        raise SiteListError(f"{path} has no 'sites' object")
+        raise SiteListError(f"{path} has no 'sites' object", damaged)
     for origin, record in sites.items():
         try:
             valid = normalize_origin(origin) == origin
         except ValueError:
             valid = False
         if not valid or not isinstance(record, dict):
-            raise SiteListError(f"{path} holds an entry that is not an origin: {origin!r}")
+            raise SiteListError(
+                f"{path} holds an entry that is not an origin: {origin[:100]!r}", damaged
+            )
         if record.get("state") not in STATES or not isinstance(record.get("since"), str):
-            raise SiteListError(f"{path}: the entry for {origin} has no valid state and since")
+            raise SiteListError(
+                f"{path}: the entry for {origin} has no valid state and since", damaged
+            )
     return sites
 
 
 def _entry(row: tuple[Any, ...]) -> SiteEntry:
     origin, state, since, first_seen, last_seen, note, decide = row
     return SiteEntry(origin, state, since, first_seen, last_seen, note, bool(decide))
+
+
+def _with_held(entry: SiteEntry | None, origin: str, held: _Held) -> SiteEntry:
+    """The entry with the state change held in memory in force."""
+    if entry is None:
+        return SiteEntry(origin, held.state, held.since, note=held.note)
+    since = entry.since if entry.state == held.state else held.since
+    note = held.note if held.note is not None else entry.note
+    return replace(entry, state=held.state, since=since, note=note)
 
 
 def _now() -> str:

@@ -34,7 +34,7 @@ from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_hea
 from byoa_skills.serve.wallet.views import engine_view, pairings_view, sites_view
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.database import StoreError
-from byoa_skills.store.sites import normalize_origin
+from byoa_skills.store.sites import SiteChangePending, normalize_origin
 from byoa_skills.wallet_shim.consent import Consent, ConsentDesk
 from byoa_skills.wallet_shim.shim import WalletShim
 
@@ -244,6 +244,10 @@ async def _change_site(request: web.Request) -> web.Response:
             changed = await asyncio.to_thread(getattr(sites, action), origin)
     except ValueError as error:
         return refusal(400, "origin-invalid", str(error)[:200])
+    except SiteChangePending as pending:  # in force now, written once the store takes it
+        page.publish({"type": "sites-changed"})
+        return web.json_response({"ok": True, "changed": pending.changed, "pending": True,
+                                  "message": str(pending)[:300]})  # fmt: skip
     except StoreError as error:
         return refusal(503, "site-unreadable", str(error)[:200])
     if action == "forget":  # its kept grants went with it
@@ -282,8 +286,14 @@ async def _activity(request: web.Request) -> web.Response:
 
 
 async def _engine(request: web.Request) -> web.Response:
-    view = await engine_view(request.app[PAGE_KEY].engine)
-    return web.json_response({"ok": True, **view})
+    """The engine view, with the store's state; ``?only=store``: the store's state alone
+    (cheap: the page asks for it often)."""
+    page = request.app[PAGE_KEY]
+    store = (await asyncio.to_thread(page.shim.sites.database.check)).to_json()
+    if request.query.get("only") == "store":
+        return web.json_response({"ok": True, "store": store})
+    view = await engine_view(page.engine)
+    return web.json_response({"ok": True, **view, "store": store})
 
 
 async def _pairings(request: web.Request) -> web.Response:

@@ -20,15 +20,16 @@ SOURCE_PROBE_SECONDS = 1.5
 
 def sites_view(shim: WalletShim) -> list[dict[str, Any]]:
     """Every site the list holds (and any with a live grant), with its grants, the limits in
-    force and their use."""
+    force and their use; ``pending`` when its state is in force but not yet written."""
     grants: dict[str, list[Grant]] = {}
     for grant in shim.grants.all():
         grants.setdefault(grant.origin, []).append(grant)
     entries = {entry.origin: entry.to_json() for entry in shim.sites.list()}
     for origin in grants:
         entries.setdefault(origin, {"origin": origin, "state": "active", "decideOnMyOwn": False})
+    unwritten = shim.sites.unwritten()
     return [
-        {**entry, **origin_view(origin),
+        {**entry, **origin_view(origin), "pending": origin in unwritten,
          "grants": [grant_view(g) for g in sorted(grants.get(origin, []), key=_by_age)]}
         for origin, entry in sorted(entries.items())
     ]  # fmt: skip
