@@ -5,6 +5,7 @@ most once."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from engine import Engine
@@ -16,13 +17,15 @@ from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 
 
-def attacked(engine: Engine, kind: str, calls: int = 50) -> tuple[dict[str, Any], AttackReport]:
+def attacked(
+    engine: Engine, kind: str, calls: int = 50, hold: float = 10
+) -> tuple[dict[str, Any], AttackReport]:
     """Take a link to a site that makes attack ``kind``; the engine's answer to the link and
     what the site saw."""
 
     async def main() -> tuple[dict[str, Any], AttackReport]:
         runner, _, demo = await start_site(
-            host="localhost", hostile=kind, hostile_calls=calls, hostile_hold=10
+            host="localhost", hostile=kind, hostile_calls=calls, hostile_hold=hold
         )
         try:
             _, link = demo.new_code("127.0.0.1")
@@ -40,6 +43,14 @@ def attacked(engine: Engine, kind: str, calls: int = 50) -> tuple[dict[str, Any]
 def link_outcomes(engine: Engine) -> list[str]:
     log = ActivityLog(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
     return [entry.get("outcome", "") for entry in log.read() if entry.get("kind") == "link"]
+
+
+def released_grants(engine: Engine, grant_id: str) -> list[dict[str, Any]]:
+    """The activity's ``release`` entries of ``grant_id``, once there is one (or after 30 s)."""
+    entries = engine.activity_once(lambda texts: any(grant_id in t and '"release"' in t
+                                                     for t in texts))  # fmt: skip
+    found = [json.loads(text) for text in entries]
+    return [e for e in found if e.get("kind") == "release" and e.get("grant") == grant_id]
 
 
 def still_serves(engine: Engine) -> bool:
@@ -77,8 +88,16 @@ def test_a_welcome_with_another_manifest_ends_the_session(engine: Engine) -> Non
     assert answer["ok"] is False and answer["code"] == "manifest-mismatch", answer
 
 
-def test_a_site_that_never_reads_leaves_the_engine_serving(engine: Engine) -> None:
-    answer, report = attacked(engine, "never-reads", calls=40)
+def test_a_site_that_never_reads_is_closed_and_its_grant_freed(engine: Engine) -> None:
+    # 60,000 short calls whose 128-character ids every answer echoes: megabytes of answers,
+    # more than the site's socket buffers take while it reads nothing
+    answer, report = attacked(engine, "never-reads", calls=60_000, hold=90)
     assert answer["ok"], answer
-    assert report.sent == 40, "the wallet kept reading: nothing piled up in the site's socket"
+    assert report.closed_with == (None, "dropped"), "the wallet closed the connection"
+    assert report.sent > 1000, "the wallet kept reading while it could write"
+    entries = engine.activity_once(lambda texts: any('"not-reading"' in t for t in texts), 60)
+    links = [e for e in map(json.loads, entries) if e.get("kind") == "link"]
+    assert any(entry.get("outcome") == "not-reading" for entry in links), links[-3:]
+    grants = released_grants(engine, answer["grantId"])
+    assert grants, "the link's grant was released, and its slots with it"
     assert still_serves(engine)

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import socket
 import time
 from typing import Any
 
@@ -191,9 +192,17 @@ class SiteDemo:
         def gone() -> bool:
             return request.transport is None or request.transport.is_closing()
 
+        def stop_reading() -> None:
+            if request.transport is not None:
+                request.transport.pause_reading()
+                sock = request.transport.get_extra_info("socket")
+                if sock is not None:  # and keep the kernel's buffer small too
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+
         report = await hostile_attacks.attack(
-            ws, kind, gone, calls=self.hostile_calls, hold=self.hostile_hold
-        )
+            ws, kind, gone, calls=self.hostile_calls, hold=self.hostile_hold,
+            stop_reading=stop_reading,
+        )  # fmt: skip
         self.attacks.append(report)
         log.info("event=attack-done kind=%s sent=%d answered=%d closed=%s", kind, report.sent,
                  report.answered, report.closed_with)  # fmt: skip

@@ -1,7 +1,9 @@
 """The reference site turned hostile: an allowed site that attacks the wallet connected to
 it, so that each attack can be replayed against a real engine (``site-demo --hostile KIND``).
 
-- ``never-reads``: sends many calls with a 15 s clip each and never reads an answer;
+- ``never-reads``: sends many short calls whose ids are as long as the protocol allows (128
+  characters, echoed in every answer) and never reads an answer, so that the answers fill
+  the socket and the wallet's writes wait;
 - ``floods``: sends many calls at once, far over the hello's ``maxParallelCalls``, and counts
   the answers (each call must get exactly one);
 - ``nests``: sends a frame nested deeper than any JSON reader takes;
@@ -21,7 +23,7 @@ import contextlib
 import json
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,13 +84,17 @@ async def attack(
     *,
     calls: int = DEFAULT_CALLS,
     hold: float = HOLD_SECONDS,
+    stop_reading: Callable[[], None] | None = None,
 ) -> AttackReport:
     """Run attack ``kind`` on a welcomed wallet's socket; ``gone()`` tells whether the wallet
-    dropped the connection (without reading from it)."""
+    dropped the connection (without reading from it); ``stop_reading()`` stops reading the
+    socket itself (``never-reads``), so that what the wallet writes stays in its buffers."""
     report = AttackReport(kind)
     began = time.monotonic()
     try:
         if kind == "never-reads":
+            if stop_reading is not None:
+                stop_reading()
             await _never_reads(ws, gone, report, calls, hold)
         elif kind == "floods":
             frames = [encode(call_frame(i, "audio.transcribe", {}, {})) for i in range(calls)]
@@ -118,7 +124,12 @@ async def attack(
     return report
 
 
-async def _send_all(ws: web.WebSocketResponse, frames: list[str], report: AttackReport) -> None:
+def _longest_id(number: int) -> str:
+    """A call id of the most characters the protocol takes (128), which every answer echoes."""
+    return f"{number:0128d}"
+
+
+async def _send_all(ws: web.WebSocketResponse, frames: Iterable[str], report: AttackReport) -> None:
     with contextlib.suppress(ConnectionError, RuntimeError):
         for text in frames:
             await ws.send_str(text)
@@ -132,9 +143,9 @@ async def _never_reads(
     calls: int,
     hold: float,
 ) -> None:
-    clip = silent_clip_base64()
-    sending = asyncio.create_task(_send_all(ws, [audio_call(i, clip) for i in range(calls)],
-                                            report))  # fmt: skip
+    clip = silent_clip_base64(0.1)
+    frames = (audio_call(_longest_id(i), clip) for i in range(calls))
+    sending = asyncio.create_task(_send_all(ws, frames, report))
     deadline = time.monotonic() + hold
     while time.monotonic() < deadline and not gone():
         await asyncio.sleep(0.1)
