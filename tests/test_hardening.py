@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -143,6 +144,61 @@ def test_a_peer_that_never_reads_is_closed_and_its_calls_cancelled() -> None:
     assert full
     assert stalled
     assert left == 0
+
+
+def test_a_peer_whose_writes_never_block_is_still_found_not_reading() -> None:
+    # 40 frames of 1 kB: the socket's send queue takes them all, so no write ever waits;
+    # the peer still takes none of them, and it is reset once closed
+    async def main() -> tuple[bool, int]:
+        outcome: dict[str, Any] = {}
+        done = asyncio.Event()
+
+        async def handler(request: web.Request) -> web.WebSocketResponse:
+            ws = web.WebSocketResponse()
+            await ws.prepare(request)
+            pending = PendingCalls(ws.send_str, 4, send_seconds=1.0)
+            for _ in range(40):
+                await pending.send({"type": "chunk", "id": 1, "text": "x" * 1000})
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(pending.stalled.wait(), 10)
+            outcome["stalled"] = pending.stalled.is_set()
+            await pending.cancel()
+            await close_within(ws, 1008, b"not reading", 1.0)
+            done.set()
+            return ws
+
+        app = web.Application()
+        app.router.add_get("/ws", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        sock.sendall(
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        error = 0
+        try:
+            await asyncio.wait_for(done.wait(), 60)
+            for _ in range(50):  # the reset reaches a socket that still reads nothing
+                error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if error:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            sock.close()
+            await runner.cleanup()
+        return outcome["stalled"], error
+
+    stalled, error = asyncio.run(main())
+    assert stalled, "the peer took none of the frames and was not found stalled"
+    assert error == errno.ECONNRESET, "the peer was not told at once that it is gone"
 
 
 def test_the_local_websocket_refuses_calls_over_its_bound(engine: Engine) -> None:
