@@ -49,6 +49,8 @@ BACKLOG_BYTES = 256 * 1024
 #: (Linux ``SIOCOUTQ``); macOS has the ``SO_NWRITE`` option instead.
 _SIOCOUTQ = 0x5411
 _SO_NWRITE = 0x1024
+#: How often a write held back by the backlog looks again.
+_WAIT_SECONDS = 0.02
 
 
 def socket_backlog(sock: Any) -> int:
@@ -84,10 +86,10 @@ def ws_backlog(ws: Any) -> Callable[[], int] | None:
     return backlog
 
 
-def _frame_bytes(text: str) -> int:
-    """The bytes one text frame takes on the wire (its header without a mask)."""
+def _frame_bytes(text: str, masked: bool) -> int:
+    """The bytes one text frame takes on the wire (a client's frames carry a 4-byte mask)."""
     size = len(text.encode())
-    return size + (2 if size < 126 else 4 if size < 65536 else 10)
+    return size + (2 if size < 126 else 4 if size < 65536 else 10) + (4 if masked else 0)
 
 
 class PendingCalls:
@@ -111,7 +113,9 @@ class PendingCalls:
         #: Set once a frame was not taken in time: the peer does not read.
         self.stalled = asyncio.Event()
         self._send_text = send_text
-        self._backlog = backlog or ws_backlog(getattr(send_text, "__self__", None))
+        ws = getattr(send_text, "__self__", None)
+        self._backlog = backlog or ws_backlog(ws)
+        self._masked = bool(getattr(getattr(ws, "_writer", None), "use_mask", False))
         self._backlog_bytes = backlog_bytes
         self._sending = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -157,12 +161,12 @@ class PendingCalls:
                 while self._backlog() > self._backlog_bytes:  # until the peer takes some
                     if self.stalled.is_set():
                         return
-                    await asyncio.sleep(self._poll_seconds)
+                    await asyncio.sleep(_WAIT_SECONDS)
             if self.stalled.is_set():
                 return
             await self._send_text(text)
             if self._backlog is not None:
-                self._written += _frame_bytes(text)
+                self._written += _frame_bytes(text, self._masked)
                 self._untaken.append((self._written, time.monotonic()))
                 if self._watch is None:
                     self._watch = asyncio.create_task(self._watch_untaken())
