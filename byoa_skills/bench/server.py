@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from byoa_skills.pool.memory import rss_mib as process_rss_mib
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
@@ -28,14 +30,8 @@ def free_port() -> int:
 
 
 def rss_mib(pid: int) -> float:
-    """Resident memory of process ``pid`` in MiB (``VmRSS`` in /proc/PID/status); 0 if gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    """Resident memory of process ``pid`` in MiB; 0 if it is gone."""
+    return process_rss_mib(pid) or 0.0
 
 
 @dataclass

@@ -19,6 +19,7 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 
 from byoa_skills.pool.config import PoolConfig
+from byoa_skills.pool.memory import rss_mib as process_rss_mib
 from byoa_skills.pool.messages import Answer, Answers, Job, JobItem, Ready, Refusal, StartFailed
 from byoa_skills.wav import Clip, parse_wav
 
@@ -116,15 +117,13 @@ def warm_up_samples() -> np.ndarray:
 
 
 def rss_mib() -> float:
-    """This process's resident memory, in MiB."""
-    try:
-        with open("/proc/self/statm") as statm:
-            pages = int(statm.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        import resource
+    """This process's resident memory, in MiB (its peak where ``/proc`` cannot tell)."""
+    current = process_rss_mib()
+    if current is not None:
+        return current
+    import resource
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _one_line(error: BaseException) -> str:

@@ -40,6 +40,7 @@ from byoa_skills.bench.server import (
     rss_mib,
     start_engine,
 )
+from byoa_skills.pool.memory import rss_mib as process_rss_mib
 from byoa_skills.serve.app import HEADER_READ_SECONDS
 
 NAME = "soak"
@@ -424,15 +425,16 @@ def snapshot(engine: EngineProcess) -> dict[str, Any]:
     for role, pid in processes.items():
         proc = Path(f"/proc/{pid}")
         try:
-            rss = int(next(line.split()[1] for line in (proc / "status").read_text().splitlines()
-                           if line.startswith("VmRSS:")))  # fmt: skip
+            rss = process_rss_mib(pid)
+            if rss is None:
+                raise OSError(f"process {pid} is gone")
             kinds = Counter(_fd_kind(proc / "fd" / fd) for fd in os.listdir(proc / "fd"))
             files = sum(kinds.values())
             segments |= {line.split()[-1] for line in (proc / "maps").read_text().splitlines()
                          if "/dev/shm/" in line}  # fmt: skip
         except (OSError, StopIteration):
             continue
-        taken[role] = {"pid": pid, "rss_mb": round(rss / 1024, 1), "open_files": files,
+        taken[role] = {"pid": pid, "rss_mb": round(rss, 1), "open_files": files,
                        "open_by_kind": dict(kinds)}  # fmt: skip
     return {"processes": taken, "shm_segments": len(segments)}
 

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.pool.memory import rss_mib
 from byoa_skills.runtimes.text import TextFailure
 from byoa_skills.runtimes.text.discovery import probe_all
 from byoa_skills.skills import SkillEngine
@@ -85,9 +86,5 @@ def _by_age(grant: Grant) -> int:
 
 
 def _rss_mib(pid: int) -> float | None:
-    """A process's resident memory in MiB, where ``/proc`` tells it."""
-    try:
-        with open(f"/proc/{pid}/statm") as statm:
-            return round(int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
-    except (OSError, ValueError, IndexError):
-        return None
+    rss = rss_mib(pid)
+    return None if rss is None else round(rss, 1)
