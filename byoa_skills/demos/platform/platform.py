@@ -24,7 +24,7 @@ from byoa_skills.demos.platform.errors import (
 )
 from byoa_skills.demos.platform.proofs import ProofChecker
 from byoa_skills.demos.platform.signing import jwks, new_signing_key, signed_descriptor
-from byoa_skills.demos.site.codes import RateLimiter
+from byoa_skills.demos.rate import RateLimiter
 
 VERSION = "0.1.0"
 CODE_MODE = "code"

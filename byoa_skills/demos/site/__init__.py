@@ -7,8 +7,9 @@ and a page that records a country name and has the visitor's wallet transcribe i
 
 from __future__ import annotations
 
+from byoa_skills.demos.rate import RateLimiter
 from byoa_skills.demos.site.app import build_app, start_site
-from byoa_skills.demos.site.codes import CodeBook, RateLimiter
+from byoa_skills.demos.site.codes import CodeBook
 from byoa_skills.demos.site.connection import DEFAULT_PARALLEL_CALLS, WalletConnection
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.demos.site.manifest import GEO_MANIFEST, build_link, encode_manifest

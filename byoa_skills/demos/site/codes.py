@@ -1,11 +1,10 @@
-"""One-time session codes and the per-address limit on asking for them."""
+"""One-time session codes (the limit on asking for them is `byoa_skills.demos.rate`)."""
 
 from __future__ import annotations
 
 import base64
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -83,25 +82,3 @@ class CodeBook:
         ]
         for code in stale:
             del self._codes[code]
-
-
-class RateLimiter:
-    """At most ``per_minute`` events per key in any 60 seconds (a sliding window)."""
-
-    def __init__(self, per_minute: int = CODES_PER_MINUTE, clock: Clock = time.monotonic) -> None:
-        self.per_minute = per_minute
-        self._clock = clock
-        self._events: dict[str, deque[float]] = {}
-
-    def allow(self, key: str) -> bool:
-        """Record one event for ``key`` and say whether it is within the limit."""
-        now = self._clock()
-        for stale in [k for k, times in self._events.items() if not times or times[-1] <= now - 60]:
-            del self._events[stale]
-        times = self._events.setdefault(key, deque())
-        while times and times[0] <= now - 60.0:
-            times.popleft()
-        if len(times) >= self.per_minute:
-            return False
-        times.append(now)
-        return True

@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from byoa_skills.demos.rate import RateLimiter
 from byoa_skills.demos.site import hostile as hostile_attacks
 from byoa_skills.demos.site.codes import (
     CODE_LIFETIME_S,
@@ -19,7 +20,6 @@ from byoa_skills.demos.site.codes import (
     Clock,
     CodeBook,
     CodeState,
-    RateLimiter,
     new_secret,
 )
 from byoa_skills.demos.site.connection import DEFAULT_CALL_TIMEOUT_S, WalletConnection
