@@ -20,7 +20,7 @@ from byoa_skills.directlink.client import LINK_GRANT_SECONDS
 from byoa_skills.extension.fit import fitting_skills
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
-from byoa_skills.store.sites import normalize_origin
+from byoa_skills.store.origins import normalize_origin
 from byoa_skills.wallet_shim.consent import ALLOW, DECIDE_ON_MY_OWN, ConsentDesk
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
 from byoa_skills.wallet_shim.on_my_own import (

@@ -26,10 +26,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.store.activity_rows import entry_row, insert_entry
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.files import write_private
-from byoa_skills.store.sites import normalize_origin
+from byoa_skills.store.origins import normalize_origin
 
 #: Entries older than this many days are removed (0: kept however old).
 DEFAULT_MAX_AGE_DAYS = 365
@@ -172,31 +173,6 @@ class ActivityLog:
             return removed
 
         return self.database.submit(change)
-
-
-_INDEXED = ("kind", "origin", "skill", "decision", "outcome")
-
-
-def insert_entry(db: sqlite3.Connection, row: tuple[Any, ...]) -> int:
-    """Insert one entry row ``(time_ms, kind, origin, skill, decision, outcome, json)``;
-    its id."""
-    cursor = db.execute(
-        "INSERT INTO activity (time_ms, kind, origin, skill, decision, outcome, entry) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        row,
-    )
-    return int(cursor.lastrowid or 0)
-
-
-def entry_row(entry: Mapping[str, Any], time_ms: int) -> tuple[Any, ...]:
-    """The row :func:`insert_entry` takes for an entry that already has its ``time``."""
-    encoded = json.dumps(dict(entry), separators=(",", ":"), allow_nan=False)
-    return (time_ms, *(_column(entry, key) for key in _INDEXED), encoded)
-
-
-def _column(entry: Mapping[str, Any], key: str) -> str | None:
-    value = entry.get(key)
-    return value if isinstance(value, str) else None
 
 
 def _refuse_content(value: Any, where: str = "") -> None:

@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from byoa_skills.store import paths
+from byoa_skills.store.errors import StoreError, WritePending
 from byoa_skills.store.files import FILE_MODE, UnsafePathError, private_folder
+from byoa_skills.store.legacy_import import import_json_files, keep_imported_files
 from byoa_skills.store.problems import (
     StoreStatus,
     TooNewError,
@@ -91,24 +93,6 @@ def while_busy(attempt: Callable[[], T], seconds: float = BUSY_SECONDS) -> T:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
-
-
-class StoreError(Exception):
-    """The wallet's database cannot be opened, read or written: ``code`` (one of
-    :data:`~byoa_skills.store.problems.STORE_CODES`) and a message that says why."""
-
-    def __init__(self, message: str, code: str = "store-unreadable") -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class WritePending(StoreError):
-    """A change the disk refused, kept to be written later: ``written`` is a future that has
-    the change's value once it is committed (or the change's own error)."""
-
-    def __init__(self, message: str, code: str, written: Future[Any]) -> None:
-        super().__init__(message, code)
-        self.written = written
 
 
 def _database_files(path: Path) -> tuple[Path, ...]:
@@ -252,16 +236,12 @@ class WalletDatabase:
                 connection.execute(f"PRAGMA user_version = {number + 1}")
             damaged: list[str] | None = None
             if version == 0 and self.import_from is not None:
-                from byoa_skills.store.legacy_import import import_json_files
-
                 damaged = import_json_files(connection, Path(self.import_from))
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
         if damaged is not None and self.import_from is not None:
-            from byoa_skills.store.legacy_import import keep_imported_files
-
             keep_imported_files(Path(self.import_from), damaged)
 
     # -- reads ------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.store.activity import entry_row, insert_entry
-from byoa_skills.store.sites import SITES_FILE, normalize_origin, parse_site_list
+from byoa_skills.store.activity_rows import entry_row, insert_entry
+from byoa_skills.store.legacy_formats import SITES_FILE, parse_site_list
+from byoa_skills.store.origins import normalize_origin
 
 log = logging.getLogger("byoa_skills.store")
 

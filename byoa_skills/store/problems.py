@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.store.errors import SiteListError
 from byoa_skills.store.files import UnsafePathError
 
 #: Every code a store problem has, with what the visitor can do about it.
@@ -42,8 +43,6 @@ class TooNewError(sqlite3.DatabaseError):
 
 def problem_code(error: BaseException, folder: Path) -> str:
     """The code (one of :data:`STORE_CODES`) of a failure to use the database in ``folder``."""
-    from byoa_skills.store.sites import SiteListError  # a damaged sites.json to import
-
     if isinstance(error, UnsafePathError):
         return "store-unsafe"
     if isinstance(error, TooNewError):

@@ -11,47 +11,21 @@ the disk takes it. ``parse_site_list`` reads the JSON file older versions kept
 
 from __future__ import annotations
 
-import ipaddress
-import json
-import re
 import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from byoa_skills.store.database import StoreError, WalletDatabase, WritePending
-
-#: The file older versions kept the list in, and its format's version.
-SITES_FILE = "sites.json"
-FORMAT_VERSION = 1
+from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.errors import SiteChangePending, SiteListError, StoreError, WritePending
+from byoa_skills.store.origins import normalize_origin
 
 ACTIVE, PAUSED, BLOCKED = "active", "paused", "blocked"
 #: Every state a site can be in; ``active`` is the state of an origin the list does not hold.
 STATES = (ACTIVE, PAUSED, BLOCKED)
-
-SCHEMES = {"http": 80, "https": 443}
-_ORIGIN = re.compile(
-    r"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<host>\[[^\]]*\]|[^:]*)(?::(?P<port>.*))?"
-)
-_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-
-
-class SiteListError(StoreError):
-    """The site list cannot be read: the database fails, or the `sites.json` to import is
-    damaged. Calls are refused (`site-unreadable`) until it can be."""
-
-
-class SiteChangePending(SiteListError):
-    """A pause, block or resume in force now that the store has not written yet (it is
-    written once the store takes it); ``changed`` says whether the state in force changed."""
-
-    def __init__(self, message: str, code: str, changed: bool) -> None:
-        super().__init__(message, code)
-        self.changed = changed
 
 
 @dataclass(frozen=True)
@@ -87,70 +61,6 @@ class SiteEntry:
             "note": self.note,
             "decideOnMyOwn": self.decide_on_my_own,
         }
-
-
-def normalize_origin(origin: str) -> str:
-    """``origin`` as a browser writes it: ``scheme://host[:port]`` in lower case, without the
-    scheme's default port. Raises ``ValueError`` with a plain message for anything else.
-
-    Only ``http`` and ``https`` are origins here; the host is a DNS name in ASCII (punycode
-    for international names), an IPv4 address, or an IPv6 address in brackets.
-    """
-    if not isinstance(origin, str):
-        raise ValueError(f"an origin is a string, not {type(origin).__name__}")
-    text = origin.strip().lower()
-    example = "an origin looks like https://game.example.org or http://localhost:8080"
-    if "://" not in text:
-        raise ValueError(f"not an origin: {origin!r} ({example})")
-    scheme, rest = text.split("://", 1)
-    if scheme not in SCHEMES:
-        raise ValueError(f"not an origin: {origin!r} (the scheme must be http or https)")
-    if any(mark in rest for mark in "/?#"):
-        cut = min(rest.find(mark) for mark in "/?#" if mark in rest)
-        raise ValueError(
-            f"not an origin: {origin!r} (an origin has no path, query or fragment: "
-            f"did you mean {scheme}://{rest[:cut]}?)"
-        )
-    if "@" in rest:
-        raise ValueError(f"not an origin: {origin!r} (an origin has no user name or password)")
-    match = _ORIGIN.fullmatch(text)
-    if match is None:
-        raise ValueError(f"not an origin: {origin!r} ({example})")
-    host = _check_host(match["host"], origin)
-    port = match["port"]
-    if port is None:
-        return f"{scheme}://{host}"
-    if not port.isdigit() or not port.isascii() or not 0 < int(port) < 65536:
-        raise ValueError(f"not an origin: {origin!r} (the port must be a number 1 to 65535)")
-    number = int(port)
-    if number == SCHEMES[scheme]:
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{number}"
-
-
-def _check_host(host: str, origin: str) -> str:
-    if host.startswith("["):
-        try:
-            address = ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            raise ValueError(f"not an origin: {origin!r} (not an IPv6 address: {host})") from None
-        return f"[{address.compressed}]"
-    if not host:
-        raise ValueError(f"not an origin: {origin!r} (the host is missing)")
-    if not host.isascii():
-        raise ValueError(
-            f"not an origin: {origin!r} (write an international host name in its ASCII "
-            f"form, xn--...)"
-        )
-    labels = host.split(".")
-    if len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
-        raise ValueError(f"not an origin: {origin!r} (not a host name: {host})")
-    if labels[-1].isdigit():  # a browser reads such a host as an IPv4 address
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            raise ValueError(f"not an origin: {origin!r} (not an IPv4 address: {host})") from None
-    return host
 
 
 class SiteStore:
@@ -362,35 +272,6 @@ def ensure_site(db: sqlite3.Connection, origin: str, now: str, *, seen: bool = F
             "UPDATE sites SET first_seen = coalesce(first_seen, ?), last_seen = ? WHERE origin = ?",
             (now, now, origin),
         )
-
-
-def parse_site_list(data: bytes, path: Path) -> dict[str, dict[str, Any]]:
-    """The sites of a `sites.json` older versions wrote, by origin; :class:`SiteListError`
-    when it is not a valid site list."""
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError) as error:
-        raise SiteListError(f"{path} is not JSON: {error}", "store-damaged") from None
-    damaged = "store-damaged"
-    if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
-        raise SiteListError(f"{path} is not a site list of version {FORMAT_VERSION}", damaged)
-    sites = document.get("sites")
-    if not isinstance(sites, dict):
-        raise SiteListError(f"{path} has no 'sites' object", damaged)
-    for origin, record in sites.items():
-        try:
-            valid = normalize_origin(origin) == origin
-        except ValueError:
-            valid = False
-        if not valid or not isinstance(record, dict):
-            raise SiteListError(
-                f"{path} holds an entry that is not an origin: {origin[:100]!r}", damaged
-            )
-        if record.get("state") not in STATES or not isinstance(record.get("since"), str):
-            raise SiteListError(
-                f"{path}: the entry for {origin} has no valid state and since", damaged
-            )
-    return sites
 
 
 def _entry(row: tuple[Any, ...]) -> SiteEntry:
