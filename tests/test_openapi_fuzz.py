@@ -19,7 +19,6 @@ from schemathesis.specs.openapi.checks import (
 
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
-from byoa_skills.extension.routes import add_routes as add_extension_routes
 from byoa_skills.serve.app import build_app
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.openapi import description, description_text
@@ -60,8 +59,8 @@ def test_every_route_of_the_engine_is_described(tmp_path: Path) -> None:
     consents = ConsentDesk()
     intake = LinkIntake(shim, consents=consents)
     page = WalletPage(engine, shim, intake, consents)
-    app = build_app(engine, EngineMetrics(), TOKEN, shim, intake, page=page)
-    add_extension_routes(app, PageRequests(shim, consents))
+    app = build_app(engine, EngineMetrics(), TOKEN, shim, intake, page=page,
+                    requests=PageRequests(shim, consents))  # fmt: skip
     # the page's files are one route, /wallet/{name}; /wallet only redirects to /wallet/
     aliases = {"/wallet/{name}": "/wallet/", "/wallet": None}
     served: set[tuple[str, str]] = set()

@@ -26,7 +26,6 @@ from byoa_skills.commands.common import (
 )
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
-from byoa_skills.extension.routes import add_routes as add_extension_routes
 from byoa_skills.pool import (
     DEFAULT_ENCODER_SECONDS,
     Device,
@@ -254,8 +253,8 @@ async def serve(
     intake = LinkIntake(shim, consents=consents)
     page = WalletPage(engine, shim, intake, consents)
     page.base_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    app = build_app(engine, metrics, token, shim, intake, page=page)
-    add_extension_routes(app, PageRequests(shim, consents))
+    app = build_app(engine, metrics, token, shim, intake, page=page,
+                    requests=PageRequests(shim, consents))  # fmt: skip
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_READ_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -19,6 +19,8 @@ from aiohttp import WSMsgType, web
 
 from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.directlink.intake import LinkIntake
+from byoa_skills.extension.requests import PageRequests
+from byoa_skills.extension.routes import add_routes as add_extension_routes
 from byoa_skills.protocol.frames import (
     MAX_FRAME_BYTES,
     READ_LIMIT_BYTES,
@@ -85,9 +87,10 @@ def build_app(
     links: LinkIntake | None = None,
     registrations: RegistrationCalls | None = None,
     page: WalletPage | None = None,
+    requests: PageRequests | None = None,
 ) -> web.Application:
     """The aiohttp application of the local API (with the wallet page's routes when a
-    ``page`` is given)."""
+    ``page`` is given, and the browser extension's when its ``requests`` are)."""
     app = web.Application(
         middlewares=[_guard],
         client_max_size=MAX_MESSAGE_BYTES,
@@ -112,6 +115,8 @@ def build_app(
     add_openai_routes(app, engine, shim)
     if page is not None:
         add_routes(app, page)
+    if requests is not None:
+        add_extension_routes(app, requests)
     return app
 
 
