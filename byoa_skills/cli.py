@@ -24,7 +24,7 @@ from byoa_skills.commands import (
     wallet,
     wav_check,
 )
-from byoa_skills.models.cli import add_models_parser
+from byoa_skills.commands.models import add_models_parser
 
 
 def build_parser() -> argparse.ArgumentParser:

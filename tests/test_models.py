@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from byoa_skills.commands.models import add_models_parser, main, run_models
 from byoa_skills.models import (
     CATALOG,
     CODES,
@@ -38,7 +39,6 @@ from byoa_skills.models import (
     supports_language,
     verify_model,
 )
-from byoa_skills.models.cli import add_models_parser, main, run_models
 from byoa_skills.models.locking import file_lock
 from byoa_skills.store import paths
 

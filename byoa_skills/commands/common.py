@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.commands.models import progress_bar
 from byoa_skills.models import DEFAULT_MODEL, ModelError, ensure_model
-from byoa_skills.models.cli import progress_bar
 from byoa_skills.pool import Backend, Device, PoolConfig, SettingError
 from byoa_skills.pool.config import check_setting
 

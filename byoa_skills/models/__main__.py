@@ -2,6 +2,6 @@
 
 import sys
 
-from byoa_skills.models.cli import main
+from byoa_skills.commands.models import main
 
 sys.exit(main())
