@@ -20,7 +20,6 @@ from aiohttp import WSMsgType, web
 from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
-from byoa_skills.extension.routes import add_routes as add_extension_routes
 from byoa_skills.protocol.frames import (
     MAX_FRAME_BYTES,
     READ_LIMIT_BYTES,
@@ -33,6 +32,7 @@ from byoa_skills.protocol.frames import (
 from byoa_skills.protocol.pending import PendingCalls, close_within
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.serve.bodies import json_body, refusal
+from byoa_skills.serve.extension_routes import add_routes as add_extension_routes
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.openai_api import add_openai_routes
 from byoa_skills.serve.openapi import openapi_handler
