@@ -33,7 +33,7 @@ def test_encode_a_call_frame(benchmark) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.benchmark(group="frames")
 def test_read_a_call_frame_and_its_clip(benchmark) -> None:  # type: ignore[no-untyped-def]
     def read() -> int:
-        return clip_from_skill_input(read_frame(CALL_TEXT)["input"]).frames
+        return clip_from_skill_input(read_frame(CALL_TEXT).input).frames
 
     assert benchmark(read) == len(SAMPLES)
 
@@ -44,7 +44,7 @@ def test_read_a_frame_of_non_ascii_text(benchmark) -> None:  # type: ignore[no-u
         '{"type": "result", "id": 1, "ok": true, "output": {"text": "' + "Перу " * 200_000 + '"}}'
     )
     frame = benchmark(read_frame, text)
-    assert len(frame["output"]["text"]) == 1_000_000
+    assert len(frame.output["text"]) == 1_000_000
 
 
 @pytest.mark.benchmark(group="frames")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,18 +25,21 @@ from byoa_skills.directlink.check import LinkCheck
 from byoa_skills.protocol.frames import (
     LINK_CLOSE,
     MAX_FRAME_BYTES,
+    Call,
+    Close,
+    Error,
     Frame,
     FrameError,
+    Ignored,
+    Welcome,
     bye_frame,
-    chunk_frame,
     encode,
     grant_object,
     hello_frame,
-    ping_frame,
     read_frame,
-    result_frame,
 )
-from byoa_skills.protocol.pending import PENDING_MARGIN, PendingCalls, close_within
+from byoa_skills.protocol.pending import PENDING_MARGIN
+from byoa_skills.protocol.serving import SendChunk, serve_calls
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.link_pairings import PairingStore
 from byoa_skills.wallet_shim.grants import GrantRefusal
@@ -57,8 +60,6 @@ WALLET = {"name": "byoa-skills", "version": __version__}
 TOO_MANY_PENDING = {"ok": False}
 #: The code the wallet's log keeps for such a call.
 TOO_MANY_PENDING_CODE = "too-many-pending-calls"
-#: A call's id as :func:`~byoa_skills.protocol.frames.read_frame` lets it through.
-CallId = int | str
 
 
 @dataclass
@@ -199,13 +200,13 @@ class DirectLink:
         welcome = await self._welcome(ws)
         if welcome is None:
             return "dropped"
-        if welcome.get("type") == "error":
-            return "bad-session" if welcome.get("code") == "bad-session" else "dropped"
-        if welcome.get("manifest") != check.manifest_text:
+        if isinstance(welcome, Error):
+            return "bad-session" if welcome.code == "bad-session" else "dropped"
+        if welcome.manifest != check.manifest_text:
             await ws.send_str(encode(bye_frame()))
             log.warning("event=link-manifest-mismatch origin=%s", session.origin)
             return "manifest-mismatch"
-        pairing = welcome.get("pairing")
+        pairing = welcome.pairing
         if isinstance(pairing, str) and pairing:
             session.pairing = pairing
             if session.decide_on_my_own:
@@ -216,18 +217,18 @@ class DirectLink:
         log.info("event=link-welcomed origin=%s", session.origin)
         return await self._serve_calls(ws)
 
-    async def _welcome(self, ws: aiohttp.ClientWebSocketResponse) -> Frame | None:
+    async def _welcome(self, ws: aiohttp.ClientWebSocketResponse) -> Welcome | Error | None:
         """The site's first frame that is a welcome or an error, or None (closed, malformed,
         or nothing within 10 s)."""
 
-        async def first() -> Frame | None:
+        async def first() -> Welcome | Error | None:
             async for message in ws:
                 if message.type != WSMsgType.TEXT:
                     continue
                 frame = await _take(ws, message.data)
                 if frame is None:
                     return None
-                if frame.get("type") in ("welcome", "error"):
+                if isinstance(frame, (Welcome, Error)):
                     return frame
             return None
 
@@ -240,78 +241,52 @@ class DirectLink:
         """Answer the site's calls until it says bye or leaves (``bye``, ``dropped``,
         ``malformed``), or stops reading the answers (``not-reading``: the link is closed and
         its calls cancelled). At most the grant's ``maxParallelCalls`` plus
-        :data:`PENDING_MARGIN` calls are pending; one more is answered ``ok: false`` at once."""
+        :data:`PENDING_MARGIN` calls are pending; one more is answered ``ok: false`` at once
+        and recorded ``too-many-pending-calls``. A ping every :data:`PING_SECONDS`."""
         grant = self.shim.grants.get(self.session.grant_id)
         parallel = grant.limits.max_parallel_calls if grant else DEFAULT_MAX_PARALLEL_CALLS
-        pending = PendingCalls(ws.send_str, parallel + PENDING_MARGIN)
         grant_id = self.session.grant_id
 
-        async def answer(call_id: CallId, skill: Any, skill_input: Any, params: Any) -> None:
-            async def chunk(choice: int, text: str) -> None:
-                await pending.send(chunk_frame(call_id, choice, text))
+        async def answer(call: Call, on_chunk: SendChunk) -> dict[str, Any]:
+            result = await self.shim.call(grant_id, call.skill, call.input, call.params,
+                                          on_chunk=on_chunk)  # fmt: skip
+            return result.to_json(with_code=False)
 
-            result = await self.shim.call(grant_id, skill, skill_input, params, on_chunk=chunk)
-            del skill_input  # the answer may wait to be written; the input need not
-            await pending.send(result_frame(call_id, result.to_json(with_code=False)))
+        def over_bound(call: Call) -> Mapping[str, Any]:
+            self.shim.record_activity(
+                kind="call", origin=self.session.origin, grant=grant_id,
+                outcome=TOO_MANY_PENDING_CODE,
+            )  # fmt: skip
+            return TOO_MANY_PENDING
 
-        async def ping() -> None:
-            while True:
-                await asyncio.sleep(PING_SECONDS)
-                await pending.send(ping_frame())
-
-        async def close_when_stalled() -> None:
-            await pending.stalled.wait()
-            await close_within(ws, 1008, b"not reading")
-
-        helpers = [asyncio.create_task(ping()), asyncio.create_task(close_when_stalled())]
-        reason = "dropped"
-        try:
-            async for message in ws:
-                if message.type != WSMsgType.TEXT:
-                    continue
-                frame = await _take(ws, message.data)
-                del message
-                if frame is None:
-                    return "malformed"
-                kind = frame.get("type")
-                if kind == "call":
-                    call_id = frame["id"]
-                    if pending.full:
-                        self.shim.record_activity(
-                            kind="call", origin=self.session.origin, grant=grant_id,
-                            outcome=TOO_MANY_PENDING_CODE,
-                        )  # fmt: skip
-                        await pending.send(result_frame(call_id, TOO_MANY_PENDING))
-                    else:
-                        pending.start(answer(call_id, frame.get("skill"), frame.get("input"),
-                                             frame.get("params")))  # fmt: skip
-                elif kind == "bye":
-                    reason = "bye"
-                    break
-                del frame
-                if pending.stalled.is_set():
-                    break
-        finally:
-            for helper in helpers:
-                helper.cancel()
-            await pending.cancel()
-        if pending.stalled.is_set():
+        ending = await serve_calls(
+            ws, answer, limit=parallel + PENDING_MARGIN, over_bound=over_bound,
+            refused=_link_refusal, bye_ends=True, ping_seconds=PING_SECONDS,
+        )  # fmt: skip
+        if ending == "not-reading":
             log.warning("event=link-not-reading origin=%s", self.session.origin)
-            await close_within(ws, 1008, b"not reading")
-            return "not-reading"
-        return reason
+        return ending
 
 
-async def _take(ws: aiohttp.ClientWebSocketResponse, text: str) -> Frame | None:
-    """The site's frame; ``{}`` (nothing to do) for one to ignore, such as JSON that is not an
-    object or a call without a usable id, which is neither run nor answered; None after closing
-    the connection on a frame that is not JSON (1007)."""
+async def _take(ws: aiohttp.ClientWebSocketResponse, text: str) -> Frame | Ignored | None:
+    """The site's frame; :class:`~byoa_skills.protocol.frames.Ignored` (nothing to do) for one
+    to ignore, such as JSON that is not an object or a call without a usable id, which is
+    neither run nor answered; None after closing the connection on a frame that is not JSON
+    (1007)."""
     try:
         return read_frame(text)
     except FrameError as refused:
-        close = LINK_CLOSE.get(refused.code)
+        close = _link_refusal(refused)
         if close is None:
-            log.info("event=link-frame-ignored code=%s", refused.code)
-            return {}
-        await ws.close(code=close[0], message=close[1])
+            return Ignored()
+        await ws.close(code=close.code, message=close.reason)
         return None
+
+
+def _link_refusal(refused: FrameError) -> Close | None:
+    """How the wallet answers a text that is not a frame: the close of
+    :data:`~byoa_skills.protocol.frames.LINK_CLOSE`, or None (logged) to ignore it."""
+    close = LINK_CLOSE.get(refused.code)
+    if close is None:
+        log.info("event=link-frame-ignored code=%s", refused.code)
+    return close

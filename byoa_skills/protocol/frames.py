@@ -1,18 +1,29 @@
-"""Every frame of the direct link and of the local API's WebSocket: one reader, one writer,
-one size limit and one set of refusals for the wallet's client, the local API and the
-reference site.
+"""Every frame of the direct link and of the local API's WebSocket: one typed class per frame
+type, one reader, one writer, one size limit, one set of refusals and the close codes, for the
+wallet's client, the local API and the reference site.
 
-A frame is one JSON object in one WebSocket text message, at most 4 MB of UTF-8. The writers
-build frames as dicts, :func:`encode` turns any frame into the text sent, and
-:func:`read_frame` takes a received text back to a dict or refuses it with a
-:class:`FrameError` whose code decides each side's reaction (see :data:`LINK_CLOSE`).
+A frame is one JSON object in one WebSocket text message, at most 4 MB of UTF-8. Each type is
+a frozen dataclass (:class:`Hello`, :class:`Welcome`, :class:`Error`, :class:`Call`,
+:class:`Result`, :class:`Chunk`, :class:`Grant`, :class:`Ping`, :class:`Bye`); the writers
+(``hello_frame`` ...) build them, :func:`encode` turns any frame into the text sent, and
+:func:`read_frame` takes a received text back to its frame, to :class:`Ignored` for a type
+the protocol does not have, or refuses it with a :class:`FrameError` whose code decides each
+side's reaction (see :data:`LINK_CLOSE`).
+
+A frame read carries what the peer sent: a field it left out reads as its class's default
+(``None``, or :data:`ABSENT` for a field that may be left out), and a field's value is the JSON
+the peer sent, checked by the side that uses it; only a call's ``id`` is checked here, since a
+result must name its call.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import json
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, NamedTuple, NoReturn
 
 #: The largest frame, in UTF-8 bytes: the direct link's 4 MB.
 MAX_FRAME_BYTES = 4 * 1024 * 1024
@@ -21,10 +32,8 @@ MAX_FRAME_BYTES = 4 * 1024 * 1024
 READ_LIMIT_BYTES = 4 * MAX_FRAME_BYTES
 #: The longest string a call's ``id`` may be.
 MAX_CALL_ID_CHARS = 128
-
-#: Every frame type of the protocol. A frame of another type is read like any other and
-#: ignored by every side.
-FRAME_TYPES = ("hello", "welcome", "error", "call", "result", "chunk", "ping", "bye", "grant")
+#: The protocol version a hello states.
+PROTOCOL_VERSION = "0.1"
 
 #: A frame over :data:`MAX_FRAME_BYTES`.
 MESSAGE_TOO_LARGE = "message-too-large"
@@ -36,15 +45,223 @@ BAD_REQUEST = "bad-request"
 #: Every code a :class:`FrameError` carries.
 CODES = (MESSAGE_TOO_LARGE, NOT_JSON, BAD_REQUEST)
 
-#: How either end of the direct link answers a refused frame: the WebSocket close code and
-#: reason; a code not listed here (``bad-request``) is ignored like an unknown frame type.
-LINK_CLOSE: dict[str, tuple[int, bytes]] = {
-    NOT_JSON: (1007, b"malformed"),
-    MESSAGE_TOO_LARGE: (1009, b"message too large"),
-}
+#: Any JSON value, as the peer sent it (the side that uses it checks it).
+Json = Any
+#: A call's ``id`` as :func:`read_frame` lets it through: an integer or a short string.
+CallId = int | str
 
-#: A frame as read or before it is written: one JSON object.
-Frame = dict[str, Any]
+
+class CloseCode(enum.IntEnum):
+    """The WebSocket close codes the protocol's sides send (RFC 6455, section 7.4.1)."""
+
+    #: The session ended: the reference site's answer to a ``bye``.
+    NORMAL = 1000
+    #: A frame that is not JSON (``malformed``).
+    INVALID_TEXT = 1007
+    #: No hello in time, a bad session, or a peer that does not read the frames sent to it.
+    POLICY_VIOLATION = 1008
+    #: A frame over the limit.
+    MESSAGE_TOO_BIG = 1009
+
+
+class Close(NamedTuple):
+    """How a side closes a WebSocket: the code and the reason sent with it."""
+
+    code: CloseCode
+    reason: bytes
+
+
+#: A frame that is not JSON.
+CLOSE_MALFORMED = Close(CloseCode.INVALID_TEXT, b"malformed")
+#: A frame over :data:`MAX_FRAME_BYTES` that got as far as the reader.
+CLOSE_TOO_LARGE = Close(CloseCode.MESSAGE_TOO_BIG, b"message too large")
+#: A peer that took no frame for :data:`~byoa_skills.protocol.pending.SEND_SECONDS`.
+CLOSE_NOT_READING = Close(CloseCode.POLICY_VIOLATION, b"not reading")
+#: The site: no hello within its 10 s.
+CLOSE_NO_HELLO = Close(CloseCode.POLICY_VIOLATION, b"no hello")
+#: The site: a hello with a code or pairing it does not know, after its ``bad-session`` error.
+CLOSE_BAD_SESSION = Close(CloseCode.POLICY_VIOLATION, b"bad-session")
+#: The site: the wallet said ``bye``.
+CLOSE_BYE = Close(CloseCode.NORMAL, b"")
+
+#: How either end of the direct link answers a refused frame; a code not listed here
+#: (``bad-request``) is ignored like an unknown frame type.
+LINK_CLOSE: dict[str, Close] = {NOT_JSON: CLOSE_MALFORMED, MESSAGE_TOO_LARGE: CLOSE_TOO_LARGE}
+
+
+class _Absent(enum.Enum):
+    ABSENT = "absent"
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: A field a frame does not carry: left out of the text written, and what a field that may be
+#: left out reads as when the peer left it out.
+ABSENT = _Absent.ABSENT
+
+
+def present(value: Json, default: Json = None) -> Json:
+    """``value``, or ``default`` when it is :data:`ABSENT`."""
+    return default if value is ABSENT else value
+
+
+def _wire(name: str, default: Json = None) -> Any:
+    """A field whose JSON name is ``name`` (``expiresAt``) rather than its Python name."""
+    return field(default=default, metadata={"wire": name})
+
+
+class FrameBase:
+    """What every typed frame has: its ``type`` on the wire, and the JSON object it is."""
+
+    __slots__ = ()
+    #: The frame's ``type``, the first member of its JSON object.
+    type: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object this frame is: ``type`` first, then its fields in order, less
+        those that are :data:`ABSENT`."""
+        frame: dict[str, Any] = {"type": self.type}
+        for name, wire in _wire_names(type(self)):
+            value = getattr(self, name)
+            if value is not ABSENT:
+                frame[wire] = value
+        return frame
+
+    @classmethod
+    def from_json(cls, frame: Mapping[str, Any]) -> Any:
+        """The frame a received JSON object of this type is (its ``type`` is not looked at,
+        its unknown members are dropped, a missing one is the field's default)."""
+        names = _wire_names(cls)
+        return cls(**{name: frame[wire] for name, wire in names if wire in frame})
+
+
+@functools.cache
+def _wire_names(cls: type[FrameBase]) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, f.metadata.get("wire", f.name)) for f in fields(cls))  # type: ignore[arg-type]
+
+
+_frame = dataclass(frozen=True, kw_only=True, slots=True)
+
+
+@_frame
+class Hello(FrameBase):
+    """The wallet's first frame, after the visitor's Allow: the link's session code (None when
+    it comes back with its ``pairing``), the wallet's name and version, and the grant as
+    :func:`grant_object` writes it."""
+
+    type: ClassVar[str] = "hello"
+    v: Json = None
+    session: Json = None
+    pairing: Json = None
+    wallet: Json = None
+    grant: Json = None
+
+
+@_frame
+class Welcome(FrameBase):
+    """The site's answer to a hello: the pairing token and the link's manifest string, which
+    the wallet checks byte for byte."""
+
+    type: ClassVar[str] = "welcome"
+    pairing: Json = None
+    manifest: Json = None
+
+
+@_frame
+class Error(FrameBase):
+    """A refusal: the site's ``bad-session`` (code only), or the local API's answer to a frame
+    it cannot take (code and message)."""
+
+    type: ClassVar[str] = "error"
+    code: Json = None
+    message: Json = ABSENT
+
+
+@_frame
+class Call(FrameBase):
+    """A call of one skill; its result comes back with the same ``id``. On the local API's
+    WebSocket a call may also name the road it takes (``grantId``, ``registration``) and its
+    ``deadlineSeconds``, as the HTTP body does."""
+
+    type: ClassVar[str] = "call"
+    id: CallId
+    skill: Json = None
+    input: Json = None
+    params: Json = None
+    deadline_seconds: Json = _wire("deadlineSeconds", ABSENT)
+    grant_id: Json = _wire("grantId", ABSENT)
+    registration: Json = ABSENT
+
+
+@_frame
+class Result(FrameBase):
+    """The answer to the call with this ``id``: ``ok``, then ``output`` and ``receipt``, or
+    the refusal (``code``, ``message``, ``decision`` and ``reasons`` only to the local
+    caller; a site sees ``ok: false`` alone)."""
+
+    type: ClassVar[str] = "result"
+    id: Json = None
+    ok: Json = None
+    output: Json = ABSENT
+    receipt: Json = ABSENT
+    code: Json = ABSENT
+    message: Json = ABSENT
+    decision: Json = ABSENT
+    reasons: Json = ABSENT
+
+
+@_frame
+class Chunk(FrameBase):
+    """One piece of a streamed answer before its ``result``; ``choice`` is carried only for
+    the alternatives after the first."""
+
+    type: ClassVar[str] = "chunk"
+    id: Json = None
+    text: Json = None
+    choice: Json = ABSENT
+
+
+@_frame
+class Grant(FrameBase):
+    """The site's live grant after a change, as :func:`grant_object`: calls already running
+    finish, new ones see the new grant."""
+
+    type: ClassVar[str] = "grant"
+    grant: Json = None
+
+
+@_frame
+class Ping(FrameBase):
+    """The wallet's keep-alive, every 30 s; it needs no answer."""
+
+    type: ClassVar[str] = "ping"
+
+
+@_frame
+class Bye(FrameBase):
+    """Either side's last frame before it closes; the session ends."""
+
+    type: ClassVar[str] = "bye"
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """What :func:`read_frame` gives for a JSON object whose ``type`` the protocol does not
+    have (``kind``, or None for none): every side ignores it, so that a new frame can reach
+    one side at a time."""
+
+    kind: Json = None
+
+
+#: A frame of one of the protocol's types.
+Frame = Hello | Welcome | Error | Call | Result | Chunk | Grant | Ping | Bye
+
+_TYPES: dict[str, type[FrameBase]] = {
+    cls.type: cls for cls in (Hello, Welcome, Error, Call, Result, Chunk, Ping, Bye, Grant)
+}
+#: Every frame type of the protocol. A frame of another type reads as :class:`Ignored`.
+FRAME_TYPES = tuple(_TYPES)
 
 
 class FrameError(ValueError):
@@ -68,21 +285,27 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 _ENCODER = json.JSONEncoder(allow_nan=False)
 
 
-def read_frame(text: str) -> Frame:
-    """The frame ``text`` carries, as an object of any type, known or not.
+def read_frame(text: str) -> Frame | Ignored:
+    """The frame ``text`` carries, typed by its ``type``; :class:`Ignored` for a type the
+    protocol does not have.
 
     Raises :class:`FrameError`: ``message-too-large`` over :data:`MAX_FRAME_BYTES` of UTF-8,
     ``not-json`` for text that is not JSON, ``bad-request`` for JSON that is not an object
     and for a ``call`` frame whose ``id`` is not :func:`call_id_valid`.
     """
     frame = read_json_object(text)
-    if frame.get("type") == "call" and not call_id_valid(frame.get("id")):
+    kind = frame.get("type")
+    cls = _TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return Ignored(kind)
+    if cls is Call and not call_id_valid(frame.get("id")):
         raise FrameError(
             BAD_REQUEST,
             f"a call frame needs an id: an integer or a string of 1 to {MAX_CALL_ID_CHARS} "
             "characters",
         )
-    return frame
+    typed: Frame = cls.from_json(frame)
+    return typed
 
 
 def read_json_object(text: str, what: str = "frame") -> dict[str, Any]:
@@ -124,75 +347,65 @@ def call_id_valid(value: object) -> bool:
 # Writing
 
 
-def encode(frame: Mapping[str, Any]) -> str:
-    """The text that carries ``frame``: ``json.dumps``'s default form (``", "`` and ``": "``
-    between items, non-ASCII escaped). Raises ``ValueError`` for a NaN or an infinity, which
+def encode(frame: FrameBase | Mapping[str, Any]) -> str:
+    """The text that carries ``frame`` (a typed frame, or any JSON object such as the wallet
+    page's events): ``json.dumps``'s default form (``", "`` and ``": "`` between items,
+    non-ASCII escaped). Raises ``ValueError`` for a NaN or an infinity, which
     :func:`read_frame` would refuse."""
-    return _ENCODER.encode(frame)
+    return _ENCODER.encode(frame.to_json() if isinstance(frame, FrameBase) else frame)
 
 
-def grant_object(skills: list[str], expires_at: str, limits: Mapping[str, Any]) -> Frame:
+def grant_object(skills: list[str], expires_at: str, limits: Mapping[str, Any]) -> dict[str, Any]:
     """The grant as a site sees it, in a ``hello`` and in a ``grant`` frame: its skills, when
     it ends, and the limits in force."""
     return {"skills": skills, "expiresAt": expires_at, "limits": dict(limits)}
 
 
 def hello_frame(
-    session: str | None, pairing: str | None, wallet: Mapping[str, Any], grant: Frame
-) -> Frame:
-    """The wallet's first frame: the link's session code (None when it comes back with its
-    ``pairing``), the wallet's name and version, and :func:`grant_object`."""
-    return {"type": "hello", "v": "0.1", "session": session, "pairing": pairing,
-            "wallet": dict(wallet), "grant": grant}  # fmt: skip
+    session: str | None, pairing: str | None, wallet: Mapping[str, Any], grant: Mapping[str, Any]
+) -> Hello:
+    """The wallet's :class:`Hello` at :data:`PROTOCOL_VERSION`."""
+    return Hello(v=PROTOCOL_VERSION, session=session, pairing=pairing, wallet=dict(wallet),
+                 grant=grant)  # fmt: skip
 
 
-def welcome_frame(pairing: str, manifest: str) -> Frame:
-    """The site's answer to a hello: the pairing token and the link's manifest string, which
-    the wallet checks byte for byte."""
-    return {"type": "welcome", "pairing": pairing, "manifest": manifest}
+def welcome_frame(pairing: str, manifest: str) -> Welcome:
+    """The site's :class:`Welcome`."""
+    return Welcome(pairing=pairing, manifest=manifest)
 
 
-def error_frame(code: str, message: str | None = None) -> Frame:
-    """A refusal: the site's ``bad-session`` (code only), or the local API's answer to a
-    frame it cannot take (code and message)."""
-    frame: Frame = {"type": "error", "code": code}
-    if message is not None:
-        frame["message"] = message
-    return frame
+def error_frame(code: str, message: str | None = None) -> Error:
+    """An :class:`Error`; without ``message`` the frame carries the code alone."""
+    return Error(code=code, message=ABSENT if message is None else message)
 
 
-def call_frame(call_id: int | str, skill: str, skill_input: Any, params: Any) -> Frame:
-    """A site's call of one skill; its result comes back with the same ``id``."""
-    return {"type": "call", "id": call_id, "skill": skill, "input": skill_input,
-            "params": params}  # fmt: skip
+def call_frame(call_id: CallId, skill: str, skill_input: Any, params: Any) -> Call:
+    """A site's :class:`Call` of one skill."""
+    return Call(id=call_id, skill=skill, input=skill_input, params=params)
 
 
-def result_frame(call_id: Any, answer: Mapping[str, Any]) -> Frame:
-    """The answer to the call with this ``id``: ``answer`` is the call's result as the wire
-    carries it (``ok``, then ``output`` and ``receipt``, or the refusal)."""
-    return {"type": "result", "id": call_id, **answer}
+def result_frame(call_id: Json, answer: Mapping[str, Any]) -> Result:
+    """The :class:`Result` of the call with this ``id``: ``answer`` is the call's result as
+    the wire carries it (``ok``, then ``output`` and ``receipt``, or the refusal); a member
+    :class:`Result` has no field for is an error."""
+    return Result(id=call_id, **answer)
 
 
-def chunk_frame(call_id: Any, choice: int, text: str) -> Frame:
-    """One piece of a streamed answer before its ``result``; ``choice`` is named only for the
-    alternatives after the first."""
-    frame: Frame = {"type": "chunk", "id": call_id, "text": text}
-    if choice:
-        frame["choice"] = choice
-    return frame
+def chunk_frame(call_id: Json, choice: int, text: str) -> Chunk:
+    """A :class:`Chunk` of the answer's alternative ``choice`` (0 for the first, not written)."""
+    return Chunk(id=call_id, text=text, choice=choice or ABSENT)
 
 
-def grant_frame(grant: Frame) -> Frame:
-    """The site's live grant after a change, as :func:`grant_object`: calls already running
-    finish, new ones see the new grant."""
-    return {"type": "grant", "grant": grant}
+def grant_frame(grant: Mapping[str, Any]) -> Grant:
+    """A :class:`Grant` carrying ``grant`` as :func:`grant_object` writes it."""
+    return Grant(grant=dict(grant))
 
 
-def ping_frame() -> Frame:
-    """The wallet's keep-alive, every 30 s; it needs no answer."""
-    return {"type": "ping"}
+def ping_frame() -> Ping:
+    """A :class:`Ping`."""
+    return Ping()
 
 
-def bye_frame() -> Frame:
-    """Either side's last frame before it closes; the session ends."""
-    return {"type": "bye"}
+def bye_frame() -> Bye:
+    """A :class:`Bye`."""
+    return Bye()

@@ -29,10 +29,10 @@ import struct
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
-from byoa_skills.protocol.frames import Frame, encode
+from byoa_skills.protocol.frames import FrameBase, encode
 
 log = logging.getLogger("byoa_skills.protocol")
 
@@ -139,7 +139,7 @@ class PendingCalls:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def send(self, frame: Frame) -> bool:
+    async def send(self, frame: FrameBase | Mapping[str, Any]) -> bool:
         """Write ``frame`` after the frames before it, within :data:`SEND_SECONDS`; False when
         the connection is gone, or (with :attr:`stalled` set) when it could not be written in
         time or the peer already stalled."""

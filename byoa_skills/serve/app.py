@@ -15,21 +15,23 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.protocol.frames import (
+    ABSENT,
     MAX_FRAME_BYTES,
     READ_LIMIT_BYTES,
+    Call,
+    Error,
     FrameError,
-    chunk_frame,
+    Json,
     error_frame,
-    read_frame,
-    result_frame,
+    present,
 )
-from byoa_skills.protocol.pending import PendingCalls, close_within
+from byoa_skills.protocol.serving import SendChunk, serve_calls
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.serve.bodies import json_body, refusal
 from byoa_skills.serve.extension_routes import add_routes as add_extension_routes
@@ -64,8 +66,6 @@ HEADER_READ_SECONDS = 10.0
 
 #: The most calls one ``/v1/ws`` connection may have pending (the pool's default queue).
 MAX_PENDING_CALLS = 64
-#: The fields of a ``call`` frame a call keeps while it runs.
-_CALL_FIELDS = ("input", "params", "deadlineSeconds", "grantId", "registration")
 _TOO_MANY_PENDING = {
     "ok": False, "code": "too-many-pending-calls",
     "message": f"{MAX_PENDING_CALLS} calls of this connection are pending",
@@ -218,22 +218,35 @@ async def _call_over_http(request: web.Request) -> web.Response:
     body = await json_body(request)
     if isinstance(body, web.Response):
         return body
-    result = await _call(request.app, request.match_info["skill"], body)
+    result = await _call(
+        request.app, request.match_info["skill"], body.get("input"), body.get("params"),
+        body.get("deadlineSeconds"), grant_id=body.get("grantId", ABSENT),
+        registration=body.get("registration", ABSENT),
+    )  # fmt: skip
     return web.json_response(
         result.to_json(), status=http_status(result), headers=_server_timing(result)
     )
 
 
 async def _call(
-    app: web.Application, skill: Any, body: dict[str, Any], on_chunk: ChunkHook | None = None
+    app: web.Application,
+    skill: Any,
+    skill_input: Any,
+    params: Any,
+    deadline: Any,
+    on_chunk: ChunkHook | None = None,
+    *,
+    grant_id: Json = ABSENT,
+    registration: Json = ABSENT,
 ) -> CallResult:
-    """A call under its ``grantId`` through the shim, for a paired platform (its
-    ``registration``) within the registration's scope, or with neither: the wallet's own."""
-    args = (skill, body.get("input"), body.get("params"), body.get("deadlineSeconds"), on_chunk)
-    if "grantId" in body:
-        return await app[SHIM_KEY].call(body["grantId"], *args)
-    if "registration" in body:
-        return await app[REGISTRATIONS_KEY].call(body["registration"], *args)
+    """A call under its ``grant_id`` through the shim, for a paired platform (its
+    ``registration``) within the registration's scope, or with neither (both
+    :data:`~byoa_skills.protocol.frames.ABSENT`): the wallet's own."""
+    args = (skill, skill_input, params, deadline, on_chunk)
+    if grant_id is not ABSENT:
+        return await app[SHIM_KEY].call(grant_id, *args)
+    if registration is not ABSENT:
+        return await app[REGISTRATIONS_KEY].call(registration, *args)
     return await app[ENGINE_KEY].call(*args)
 
 
@@ -253,49 +266,27 @@ def _server_timing(result: CallResult) -> dict[str, str]:
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
     """``/v1/ws``: ``call`` frames answered with ``result`` frames, many at once, at most
     :data:`MAX_PENDING_CALLS` pending (one more is refused ``too-many-pending-calls`` at once);
-    a client that takes no frame for :data:`~byoa_skills.protocol.pending.SEND_SECONDS` is
-    closed (1008) and its calls cancelled."""
+    every refused frame is answered with its ``error`` frame and the socket stays; ``bye`` is
+    ignored like ``ping``; a client that takes no frame for
+    :data:`~byoa_skills.protocol.pending.SEND_SECONDS` is closed (1008) and its calls
+    cancelled."""
     ws = web.WebSocketResponse(max_msg_size=READ_LIMIT_BYTES, heartbeat=None)
     await ws.prepare(request)
-    pending = PendingCalls(ws.send_str, MAX_PENDING_CALLS)
     app = request.app
 
-    async def answer(call_id: Any, skill: Any, call: dict[str, Any]) -> None:
-        async def chunk(choice: int, text: str) -> None:
-            await pending.send(chunk_frame(call_id, choice, text))
+    async def answer(call: Call, on_chunk: SendChunk) -> dict[str, Any]:
+        result = await _call(
+            app, call.skill, call.input, call.params, present(call.deadline_seconds), on_chunk,
+            grant_id=call.grant_id, registration=call.registration,
+        )  # fmt: skip
+        return result.to_json()
 
-        result = await _call(app, skill, call, chunk)
-        del call  # the answer may wait to be written; the input need not
-        await pending.send(result_frame(call_id, result.to_json()))
-
-    async def close_when_stalled() -> None:
-        await pending.stalled.wait()
-        await close_within(ws, 1008, b"not reading")
-
-    watcher = asyncio.create_task(close_when_stalled())
-    try:
-        async for message in ws:
-            if message.type != WSMsgType.TEXT:
-                continue  # binary and control frames carry nothing here
-            try:
-                frame = read_frame(message.data)
-            except FrameError as refused:  # every refusal is answered; the socket stays
-                await pending.send(error_frame(refused.code, refused.message))
-                continue
-            finally:
-                del message
-            if frame.get("type") == "call":
-                if pending.full:
-                    await pending.send(result_frame(frame["id"], _TOO_MANY_PENDING))
-                else:
-                    call = {key: frame[key] for key in _CALL_FIELDS if key in frame}
-                    pending.start(answer(frame["id"], frame.get("skill"), call))
-            del frame  # other frame types (ping, bye, unknown) need no answer
-            if pending.stalled.is_set():
-                break
-    finally:
-        watcher.cancel()
-        await pending.cancel()
-    if pending.stalled.is_set():
-        await close_within(ws, 1008, b"not reading")
+    await serve_calls(
+        ws, answer, limit=MAX_PENDING_CALLS, over_bound=lambda call: _TOO_MANY_PENDING,
+        refused=_error_of,
+    )  # fmt: skip
     return ws
+
+
+def _error_of(refused: FrameError) -> Error:
+    return error_frame(refused.code, refused.message)

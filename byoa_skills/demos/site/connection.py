@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
-from byoa_skills.protocol.frames import Frame, bye_frame, call_frame, encode
+from byoa_skills.protocol.frames import (
+    Chunk,
+    FrameBase,
+    Hello,
+    Result,
+    bye_frame,
+    call_frame,
+    encode,
+)
 
 DEFAULT_PARALLEL_CALLS = 4
 DEFAULT_CALL_TIMEOUT_S = 20.0
@@ -26,16 +35,16 @@ def parallel_limit(grant: object) -> int:
 class WalletConnection:
     """A wallet's live socket, its pairing, its hello and the calls waiting for a result."""
 
-    def __init__(self, ws: web.WebSocketResponse, pairing: str, hello: dict[str, Any]) -> None:
+    def __init__(self, ws: web.WebSocketResponse, pairing: str, hello: Hello) -> None:
         self.ws = ws
         self.pairing = pairing
         self.hello = hello
-        grant = hello.get("grant")
+        grant = hello.grant
         self.grant: dict[str, Any] = grant if isinstance(grant, dict) else {}
         self.max_parallel_calls = parallel_limit(grant)
         self.calls_sent = 0
         self.calls_refused = 0
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, asyncio.Future[Result]] = {}
         #: The pieces of each streamed answer, by call id, in the order they came.
         self.chunks: dict[int, list[str]] = {}
         self._sending = asyncio.Lock()
@@ -60,14 +69,14 @@ class WalletConnection:
     ) -> dict[str, Any] | None:
         """Send one call frame and wait for its result frame.
 
-        The result frame when it says ``ok: true``; None for ``ok: false``, no answer within
-        ``timeout`` seconds, a closed socket, or a call over the grant's maxParallelCalls
-        (that one is refused here and never sent).
+        The result frame's JSON object when it says ``ok: true``; None for ``ok: false``, no
+        answer within ``timeout`` seconds, a closed socket, or a call over the grant's
+        maxParallelCalls (that one is refused here and never sent).
         """
         if self.closed or len(self._pending) >= self.max_parallel_calls:
             self.calls_refused += 1
             return None
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = answer
         try:
             await self.send(call_frame(call_id, skill, skill_input, params))
@@ -77,25 +86,25 @@ class WalletConnection:
             return None
         finally:
             self._pending.pop(call_id, None)
-        return result if result.get("ok") is True else None
+        return result.to_json() if result.ok is True else None
 
-    async def send(self, frame: Frame) -> None:
+    async def send(self, frame: FrameBase | Mapping[str, Any]) -> None:
         """Send one frame, one at a time on this socket."""
         async with self._sending:
             await self.ws.send_str(encode(frame))
 
-    def resolve(self, frame: dict[str, Any]) -> None:
+    def resolve(self, frame: Result) -> None:
         """Hand a result frame to the call waiting for its id; others are ignored."""
-        call_id = frame.get("id")
+        call_id = frame.id
         if not isinstance(call_id, int) or isinstance(call_id, bool):
             return
         answer = self._pending.get(call_id)
         if answer is not None and not answer.done():
             answer.set_result(frame)
 
-    def take_chunk(self, frame: dict[str, Any]) -> None:
+    def take_chunk(self, frame: Chunk) -> None:
         """Keep one piece of a streamed answer for a call that waits for its result."""
-        call_id, text = frame.get("id"), frame.get("text")
+        call_id, text = frame.id, frame.text
         if call_id in self._pending and isinstance(text, str):
             self.chunks.setdefault(call_id, []).append(text)
 
@@ -103,7 +112,7 @@ class WalletConnection:
         """The socket is gone: every call still waiting gets ``ok: false`` now."""
         for answer in self._pending.values():
             if not answer.done():
-                answer.set_result({"ok": False})
+                answer.set_result(Result(ok=False))
 
     async def say_bye_and_close(self) -> None:
         """Send ``bye`` and close: another socket took over this pairing."""

@@ -25,10 +25,19 @@ from byoa_skills.demos.site.codes import (
 from byoa_skills.demos.site.connection import DEFAULT_CALL_TIMEOUT_S, WalletConnection
 from byoa_skills.demos.site.manifest import GEO_MANIFEST, build_link, encode_manifest
 from byoa_skills.protocol.frames import (
+    CLOSE_BAD_SESSION,
+    CLOSE_BYE,
+    CLOSE_NO_HELLO,
     LINK_CLOSE,
     MAX_FRAME_BYTES,
+    Bye,
+    Chunk,
+    Close,
     Frame,
     FrameError,
+    Hello,
+    Ignored,
+    Result,
     encode,
     error_frame,
     read_frame,
@@ -38,18 +47,16 @@ from byoa_skills.protocol.frames import (
 log = logging.getLogger("byoa_skills.demos.site")
 
 HELLO_TIMEOUT_S = 10.0
-CLOSE_POLICY = 1008  # no hello, bad session
-CLOSE_NORMAL = 1000
 
 
-def take_frame(text: str) -> Frame | tuple[int, bytes]:
-    """A wallet's frame; ``{}`` for one to ignore like an unknown type (JSON that is not an
-    object, a call without a usable id); or the close code and reason to answer a frame that
-    is not JSON (1007 ``malformed``, NaN and Infinity included)."""
+def take_frame(text: str) -> Frame | Ignored | Close:
+    """A wallet's frame; :class:`~byoa_skills.protocol.frames.Ignored` for one to ignore like
+    an unknown type (JSON that is not an object, a call without a usable id); or the close to
+    answer a frame that is not JSON (1007 ``malformed``, NaN and Infinity included)."""
     try:
         return read_frame(text)
     except FrameError as refused:
-        return LINK_CLOSE.get(refused.code, {})
+        return LINK_CLOSE.get(refused.code, Ignored())
 
 
 class SiteDemo:
@@ -81,7 +88,7 @@ class SiteDemo:
         self.hello_timeout = hello_timeout
         self.codes = CodeBook(code_lifetime, clock)
         self.limiter = RateLimiter(codes_per_minute, clock)
-        #: Every hello that got a welcome, in order.
+        #: Every hello that got a welcome, in order, as the JSON object it is.
         self.hellos: list[dict[str, Any]] = []
         self._wallets: dict[str, WalletConnection | None] = {}
         self._next_id = 0
@@ -183,7 +190,7 @@ class SiteDemo:
                 self._wallets[connection.pairing] = None
             log.info("event=wallet-away pairing=%s…", connection.pairing[:6])
         if ending is not None:
-            await ws.close(code=ending[0], message=ending[1])
+            await ws.close(code=ending.code, message=ending.reason)
         return ws
 
     async def _attack(
@@ -225,7 +232,7 @@ class SiteDemo:
             try:
                 message = await ws.receive(timeout=max(deadline - loop.time(), 0.001))
             except asyncio.TimeoutError:
-                await ws.close(code=CLOSE_POLICY, message=b"no hello")
+                await ws.close(code=CLOSE_NO_HELLO.code, message=CLOSE_NO_HELLO.reason)
                 return None
             if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
                                 WSMsgType.ERROR):  # fmt: skip
@@ -233,18 +240,16 @@ class SiteDemo:
             if message.type != WSMsgType.TEXT:
                 continue
             frame = take_frame(message.data)
-            if isinstance(frame, tuple):
-                await ws.close(code=frame[0], message=frame[1])
+            if isinstance(frame, Close):
+                await ws.close(code=frame.code, message=frame.reason)
                 return None
-            if frame.get("type") == "hello":
+            if isinstance(frame, Hello):
                 return await self._welcome(ws, frame)
 
-    async def _welcome(
-        self, ws: web.WebSocketResponse, hello: dict[str, Any]
-    ) -> WalletConnection | None:
+    async def _welcome(self, ws: web.WebSocketResponse, hello: Hello) -> WalletConnection | None:
         """Answer a hello: a fresh code or a known pairing gets a welcome, anything else
         ``bad-session`` and a close."""
-        session, pairing = hello.get("session"), hello.get("pairing")
+        session, pairing = hello.session, hello.pairing
         fresh = new_secret()
         if self.codes.use(session, fresh):
             pairing = fresh
@@ -257,12 +262,12 @@ class SiteDemo:
         else:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await ws.send_str(encode(error_frame("bad-session")))
-            await ws.close(code=CLOSE_POLICY, message=b"bad-session")
+            await ws.close(code=CLOSE_BAD_SESSION.code, message=CLOSE_BAD_SESSION.reason)
             log.info("event=bad-session")
             return None
         connection = WalletConnection(ws, pairing, hello)
         self._wallets[pairing] = connection
-        self.hellos.append(hello)
+        self.hellos.append(hello.to_json())
         manifest = self.welcome_manifest
         if self.hostile == "lies-in-welcome":
             manifest = hostile_attacks.LYING_MANIFEST
@@ -271,7 +276,7 @@ class SiteDemo:
                  pairing[:6], connection.max_parallel_calls)  # fmt: skip
         return connection
 
-    async def _serve(self, connection: WalletConnection) -> tuple[int, bytes] | None:
+    async def _serve(self, connection: WalletConnection) -> Close | None:
         """After the welcome: results resolve calls, the rest is ignored, until the socket
         closes (None) or a frame asks to close it: the close code and reason to send."""
         ws = connection.ws
@@ -283,12 +288,11 @@ class SiteDemo:
             if message.type != WSMsgType.TEXT:
                 continue
             frame = take_frame(message.data)
-            if isinstance(frame, tuple):
+            if isinstance(frame, Close):
                 return frame
-            kind = frame.get("type")
-            if kind == "result":
+            if isinstance(frame, Result):
                 connection.resolve(frame)
-            elif kind == "chunk":
+            elif isinstance(frame, Chunk):
                 connection.take_chunk(frame)
-            elif kind == "bye":
-                return CLOSE_NORMAL, b""
+            elif isinstance(frame, Bye):
+                return CLOSE_BYE

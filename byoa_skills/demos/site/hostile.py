@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import struct
 import time
 from collections.abc import Callable, Iterable
@@ -29,7 +28,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from byoa_skills.protocol.frames import call_frame, encode
+from byoa_skills.protocol.frames import Result, call_frame, encode, read_frame
 
 KINDS = ("never-reads", "floods", "nests", "huge-ids", "lies-in-welcome")
 #: How many calls ``never-reads`` and ``floods`` send.
@@ -172,9 +171,9 @@ async def _read_results(
             return
         if message.type != WSMsgType.TEXT:
             continue
-        frame = json.loads(message.data)
-        if isinstance(frame, dict) and frame.get("type") == "result":
-            report.results.setdefault(_key(frame.get("id")), []).append(frame)
+        frame = read_frame(message.data)
+        if isinstance(frame, Result):
+            report.results.setdefault(_key(frame.id), []).append(frame.to_json())
 
 
 def _key(call_id: Any) -> Any:
