@@ -11,8 +11,10 @@ from byoa_skills.skills.base import (
     Runtimes,
     Skill,
 )
+from byoa_skills.skills.call_gate import Admitted, CallGate
 from byoa_skills.skills.engine import CallHook, SkillEngine
 from byoa_skills.skills.registry import KNOWN_SKILLS, SKILLS, http_status
+from byoa_skills.skills.terms import GrantTerms
 from byoa_skills.skills.text_generate import TextGenerate
 
 __all__ = [
@@ -20,9 +22,12 @@ __all__ = [
     "LOCAL_RECEIPT",
     "MAX_DEADLINE_SECONDS",
     "SKILLS",
+    "Admitted",
     "AudioTranscribe",
+    "CallGate",
     "CallHook",
     "CallResult",
+    "GrantTerms",
     "PreparedCall",
     "Runtimes",
     "Skill",

@@ -12,12 +12,12 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills.terms import GrantTerms
 from byoa_skills.wav import Clip
 
 if TYPE_CHECKING:
     from byoa_skills.pool import WorkerPool
     from byoa_skills.runtimes.text import TextRuntime
-    from byoa_skills.wallet_shim.grants import Grant
 
 #: A call may ask for a deadline of at most this many seconds (the wallet's own limit).
 MAX_DEADLINE_SECONDS = 120.0
@@ -115,6 +115,6 @@ class Skill(ABC):
         model, for nothing)."""
         return "local-model", Decimal(0)
 
-    def under_grant(self, call: PreparedCall, grant: Grant) -> PreparedCall:
-        """The call as a grant runs it (default: unchanged)."""
+    def under_grant(self, call: PreparedCall, terms: GrantTerms) -> PreparedCall:
+        """The call as a grant with these terms runs it (default: unchanged)."""
         return call

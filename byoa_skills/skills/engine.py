@@ -1,6 +1,10 @@
 """The skill engine: one entry point, :meth:`SkillEngine.call`, takes a skill name, its input
 and its params and always returns a :class:`CallResult`. A refusal is data with a stable code,
 never an exception, so that the API, the CLI and the activity log see the same code.
+
+Every call takes the same road: the engine's checks and the skill's (``prepare``); under a
+grant, the grant's terms and its gate (:class:`~byoa_skills.skills.call_gate.CallGate`);
+the run on the skill's runtime; and what was measured of the input, on the answer.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills.base import MAX_DEADLINE_SECONDS, CallResult, PreparedCall, Runtimes
+from byoa_skills.skills.call_gate import Admitted, CallGate
 from byoa_skills.skills.registry import SKILLS
 
 if TYPE_CHECKING:
@@ -72,17 +77,43 @@ class SkillEngine:
         params: Any = None,
         deadline: Any = None,
         on_chunk: ChunkHook | None = None,
+        gate: CallGate | None = None,
     ) -> CallResult:
         """Answer one call; any bad part of it gives a refusal with its code. A text call
-        with ``params.stream`` hands the answer's pieces to ``on_chunk`` as they come."""
+        with ``params.stream`` hands the answer's pieces to ``on_chunk`` as they come.
+
+        With a ``gate`` (a call under a grant) the call is run as the gate's terms say, only
+        once the gate admits it, within ``terms.max_call_seconds``, and the gate is told how
+        it ended; the answer carries the gate's decision and reasons."""
         began = time.monotonic()
         prepared = self.prepare(skill, skill_input, params, deadline)
         if isinstance(prepared, CallResult):
             result = prepared
-        else:
+        elif gate is None:
             result = with_measurements(await self.run(prepared, on_chunk), prepared)
+        else:
+            result = await self._call_through(gate, prepared, on_chunk)
         self.report(skill, result, time.monotonic() - began)
         return result
+
+    async def _call_through(
+        self, gate: CallGate, prepared: PreparedCall, on_chunk: ChunkHook | None
+    ) -> CallResult:
+        terms = gate.terms
+        prepared = SKILLS[prepared.skill].under_grant(prepared, terms)
+        admitted = await gate.admit(prepared)
+        if isinstance(admitted, CallResult):
+            return with_measurements(admitted, prepared)
+        seconds = terms.max_call_seconds
+        if prepared.deadline is not None:
+            seconds = min(seconds, prepared.deadline)
+        try:
+            result = await self.run(replace(prepared, deadline=seconds), on_chunk)
+        except BaseException:  # cut short: what it reserved may have been spent
+            gate.finish(None)
+            raise
+        gate.finish(result)
+        return with_measurements(_annotated(result, admitted), prepared)
 
     def prepare(
         self, skill: Any, skill_input: Any, params: Any = None, deadline: Any = None
@@ -129,6 +160,10 @@ def with_measurements(result: CallResult, call: PreparedCall) -> CallResult:
         for key, value in call.measured.items()
     }
     return replace(result, measured=shown)
+
+
+def _annotated(result: CallResult, admitted: Admitted) -> CallResult:
+    return replace(result, decision=admitted.decision, reasons=admitted.reasons)
 
 
 def _is_deadline(value: Any) -> bool:

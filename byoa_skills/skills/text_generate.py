@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from byoa_skills.runtimes.text import ChunkHook, TextCall, TextFailure
 from byoa_skills.skills.base import MAX_DEADLINE_SECONDS, CallResult, PreparedCall, Runtimes, Skill
-
-if TYPE_CHECKING:
-    from byoa_skills.wallet_shim.grants import Grant
+from byoa_skills.skills.terms import GrantTerms
 
 #: The most text a ``text.generate`` call may carry, in code points (a grant may say less).
 MAX_TEXT_CHARS = 100_000
@@ -93,12 +91,12 @@ class TextGenerate(Skill):
             request.choices,
         )  # fmt: skip
 
-    def under_grant(self, call: PreparedCall, grant: Grant) -> PreparedCall:
+    def under_grant(self, call: PreparedCall, terms: GrantTerms) -> PreparedCall:
         """The model the grant's code names (a code the grant lacks is left for the gate to
         refuse), and the grant's ``maxAnswerTokens`` as the bound when the call states none."""
-        model = grant.models.get(call.params.get("model"))  # type: ignore[arg-type]
+        model = terms.models.get(call.params.get("model"))  # type: ignore[arg-type]
         params = call.params
-        ceiling = grant.limits.max_answer_tokens
+        ceiling = terms.max_answer_tokens
         if ceiling is not None and params.get("maxTokens") is None:
             params = {**params, "maxTokens": ceiling}
         return replace(call, model=model, params=params)

@@ -12,10 +12,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
+from byoa_skills.skills.terms import GrantTerms
 from byoa_skills.store.clock import rfc3339
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.wallet_shim.limits import (
@@ -86,6 +88,21 @@ class Grant:
     def expires_at(self) -> str:
         """When the grant ends (RFC 3339)."""
         return str(self.reference["expiresAt"])
+
+    @cached_property
+    def terms(self) -> GrantTerms:
+        """What a skill sees of this grant: the limits in force and the models ticked."""
+        manifest_limits = self.manifest["purpose"].get("limits")
+        grant_limits = self.reference.get("limits")
+        clip = stricter(manifest_limits, grant_limits, "maxClipSeconds")
+        chars = stricter(manifest_limits, grant_limits, "maxTextChars")
+        return GrantTerms(
+            max_call_seconds=self.limits.max_call_seconds,
+            max_clip_seconds=None if clip is None else float(clip),
+            max_text_chars=None if chars is None else int(chars),
+            max_answer_tokens=self.limits.max_answer_tokens,
+            models=self.models,
+        )
 
     def record(self) -> dict[str, Any]:
         """The running record: spend (settled, and reserved by running calls), calls in the

@@ -11,13 +11,11 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from byoa_skills.runtimes.text import ChunkHook
-from byoa_skills.skills import SKILLS, CallResult, PreparedCall, SkillEngine
-from byoa_skills.skills.engine import with_measurements
+from byoa_skills.skills import Admitted, CallResult, GrantTerms, PreparedCall, SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
@@ -119,11 +117,15 @@ class WalletShim:
         began = time.monotonic()
         grant = self.grants.get(grant_id)
         if grant is None:
-            result = CallResult.refused("unknown-grant", "no live grant has this id")
-        else:
-            result = await self._call(grant, skill, skill_input, params, deadline, on_chunk)
+            result = self._refused(skill, began, "unknown-grant", "no live grant has this id")
+        elif (site := self._site_state(grant.origin)) != "active":
+            result = self._refused(skill, began, f"site-{site}", _site_message(site))
+        else:  # the engine runs the call through the grant's gate, and reports it
+            gate = _GrantGate(grant, self.grants, self._pricing, self._clock, self._ask)
+            result = await self.engine.call(
+                skill, skill_input, params, deadline, on_chunk, gate=gate
+            )
         elapsed = time.monotonic() - began
-        self.engine.report(skill, result, elapsed)
         entry = {
             "kind": "call", "origin": grant.origin if grant else None, "grant": _shown(grant_id),
             "skill": _shown(skill), "decision": result.decision, "outcome": result.code or "ok",
@@ -138,47 +140,11 @@ class WalletShim:
         self.record_activity(**entry)
         return result
 
-    async def _call(
-        self,
-        grant: Grant,
-        skill: Any,
-        skill_input: Any,
-        params: Any,
-        deadline: Any,
-        on_chunk: ChunkHook | None,
-    ) -> CallResult:
-        site = self._site_state(grant.origin)
-        if site != "active":
-            return CallResult.refused(f"site-{site}", _site_message(site))
-        prepared = self.engine.prepare(skill, skill_input, params, deadline)
-        if isinstance(prepared, CallResult):
-            return prepared
-        prepared = SKILLS[prepared.skill].under_grant(prepared, grant)
-        priced = self._pricing(prepared)
-        provider, estimate = await priced if inspect.isawaitable(priced) else priced
-        measured = Measured(prepared.skill, prepared.params, prepared.measured, provider, estimate)
-        admission = await admit(grant, measured, self._clock(), self._ask)
-        if not admission.admitted:
-            refusal = CallResult(
-                ok=False, code=admission.code, message=admission.message,
-                decision=admission.decision, reasons=admission.reasons,
-            )  # fmt: skip
-            return with_measurements(refusal, prepared)
-        self.grants.save_record(grant)
-        if admission.decision == "warn":
-            log.warning("event=gate-warn grant=%s codes=%s", grant.id,
-                        ",".join(r["code"] for r in admission.reasons))  # fmt: skip
-        seconds = grant.limits.max_call_seconds
-        if prepared.deadline is not None:
-            seconds = min(seconds, prepared.deadline)
-        real_cost = estimate  # what a call cut short may have cost
-        try:
-            result = await self.engine.run(_with_deadline(prepared, seconds), on_chunk)
-            real_cost = _cost_of(result, estimate)
-        finally:
-            finish(grant, admission, real_cost)
-            self.grants.save_record(grant)
-        return with_measurements(_annotated(result, admission), prepared)
+    def _refused(self, skill: Any, began: float, code: str, message: str) -> CallResult:
+        """A call refused before the engine sees it, reported as the engine reports a call."""
+        refusal = CallResult.refused(code, message)
+        self.engine.report(skill, refusal, time.monotonic() - began)
+        return refusal
 
     def _site_state(self, origin: str) -> str:
         """The site's state; ``unreadable`` (refused: fail closed) when the list is damaged."""
@@ -221,8 +187,58 @@ def _site_message(state: str) -> str:
     return f"the visitor has {state} this site"
 
 
-def _with_deadline(call: PreparedCall, seconds: float) -> PreparedCall:
-    return replace(call, deadline=seconds)
+class _GrantGate:
+    """One call's gate under ``grant`` (:class:`~byoa_skills.skills.CallGate`): the shim's
+    pricing, the gate's check-and-record, and the real cost in place of the reservation."""
+
+    def __init__(
+        self,
+        grant: Grant,
+        grants: GrantStore,
+        pricing: Pricing,
+        clock: Callable[[], int],
+        ask: AskHook,
+    ) -> None:
+        self._grant = grant
+        self._grants = grants
+        self._pricing = pricing
+        self._clock = clock
+        self._ask = ask
+        self._admission: Admission | None = None
+
+    @property
+    def terms(self) -> GrantTerms:
+        """The grant's terms."""
+        return self._grant.terms
+
+    async def admit(self, call: PreparedCall) -> Admitted | CallResult:
+        """Price the call, decide it under the grant's lock and record it when it may run."""
+        grant = self._grant
+        priced = self._pricing(call)
+        provider, estimate = await priced if inspect.isawaitable(priced) else priced
+        measured = Measured(call.skill, call.params, call.measured, provider, estimate)
+        admission = await admit(grant, measured, self._clock(), self._ask)
+        if not admission.admitted:
+            return CallResult(
+                ok=False, code=admission.code, message=admission.message,
+                decision=admission.decision, reasons=admission.reasons,
+            )  # fmt: skip
+        self._admission = admission
+        self._grants.save_record(grant)
+        if admission.decision == "warn":
+            log.warning("event=gate-warn grant=%s codes=%s", grant.id,
+                        ",".join(r["code"] for r in admission.reasons))  # fmt: skip
+        return Admitted(admission.decision, admission.reasons)
+
+    def finish(self, result: CallResult | None) -> None:
+        """The receipt's cost replaces the reservation (all of it, for a call cut short)."""
+        if self._admission is None:
+            return
+        estimate = self._admission.estimate
+        finish(
+            self._grant, self._admission, estimate if result is None else _cost_of(result, estimate)
+        )
+        self._grants.save_record(self._grant)
 
 
 def _cost_of(result: CallResult, estimate: Decimal) -> Decimal:
@@ -232,10 +248,6 @@ def _cost_of(result: CallResult, estimate: Decimal) -> Decimal:
         return Decimal(str(cost).split()[0])
     except (InvalidOperation, IndexError):
         return estimate
-
-
-def _annotated(result: CallResult, admission: Admission) -> CallResult:
-    return replace(result, decision=admission.decision, reasons=admission.reasons)
 
 
 def _shown(value: Any) -> Any:

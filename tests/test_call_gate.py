@@ -1,0 +1,158 @@
+"""One road for every call: :meth:`SkillEngine.call` with a gate runs the skill's check, the
+grant's terms, the gate, the run within the terms' seconds and the gate's finish, in that
+order, and never runs a call the gate refused. The skill here is a third one, added the way
+a newcomer adds one: a module (this file) and one line in the registry (``SKILLS``)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import pytest
+
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills import (
+    LOCAL_RECEIPT,
+    SKILLS,
+    Admitted,
+    CallResult,
+    GrantTerms,
+    PreparedCall,
+    Runtimes,
+    Skill,
+    SkillEngine,
+)
+
+
+class Echo(Skill):
+    """``test.echo``: ``{text}`` back as it came; measures ``textChars``."""
+
+    name: ClassVar[str] = "test.echo"
+
+    def __init__(self, events: list[Any]) -> None:
+        self.events = events
+        self.hold = asyncio.Event()
+        self.holding = False
+
+    def prepare(
+        self, runtimes: Runtimes, skill_input: Any, params: dict[str, Any], deadline: float | None
+    ) -> PreparedCall | CallResult:
+        text = skill_input.get("text") if isinstance(skill_input, dict) else None
+        if not isinstance(text, str):
+            return CallResult.refused("bad-input", "input.text must be a string")
+        self.events.append("prepare")
+        return PreparedCall(self.name, params, deadline, measured={"textChars": len(text)},
+                            messages=[{"role": "user", "content": text}])  # fmt: skip
+
+    def under_grant(self, call: PreparedCall, terms: GrantTerms) -> PreparedCall:
+        self.events.append(("under_grant", terms.max_answer_tokens))
+        return replace(call, model=terms.models.get("m1"))
+
+    async def run(
+        self, runtimes: Runtimes, call: PreparedCall, on_chunk: ChunkHook | None
+    ) -> CallResult:
+        self.events.append(("run", call.deadline, call.model))
+        if self.holding:
+            await self.hold.wait()
+        text = (call.messages or [{}])[0].get("content", "")
+        return CallResult(ok=True, output={"text": text}, receipt=dict(LOCAL_RECEIPT))
+
+
+class Gate:
+    """A gate that records what the engine asks of it; ``refusal`` refuses every call."""
+
+    def __init__(self, events: list[Any], terms: GrantTerms, refusal: CallResult | None = None):
+        self.events = events
+        self._terms = terms
+        self.refusal = refusal
+
+    @property
+    def terms(self) -> GrantTerms:
+        return self._terms
+
+    async def admit(self, call: PreparedCall) -> Admitted | CallResult:
+        self.events.append(("admit", call.model, dict(call.measured)))
+        if self.refusal is not None:
+            return self.refusal
+        return Admitted("warn", [{"code": "spend-high", "decision": "warn", "message": "m"}])
+
+    def finish(self, result: CallResult | None) -> None:
+        self.events.append(("finish", None if result is None else result.ok))
+
+
+TERMS = GrantTerms(max_call_seconds=30.0, max_answer_tokens=64, models={"m1": "local/echo"})
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the third skill and the gate saw, in order; the skill is in the registry."""
+    seen: list[Any] = []
+    monkeypatch.setitem(SKILLS, Echo.name, Echo(seen))
+    return seen
+
+
+def test_a_call_under_a_gate_takes_the_one_road_in_order(events: list[Any]) -> None:
+    reported: list[tuple[str, str]] = []
+    engine = SkillEngine(None, on_call=lambda skill, outcome, *_: reported.append((skill, outcome)))
+    result = asyncio.run(
+        engine.call("test.echo", {"text": "hello"}, {}, 60, gate=Gate(events, TERMS))
+    )
+    assert events == [
+        "prepare",
+        ("under_grant", 64),
+        ("admit", "local/echo", {"textChars": 5}),
+        ("run", 30.0, "local/echo"),  # the terms' seconds bound the call's 60
+        ("finish", True),
+    ]
+    assert result.ok and result.output == {"text": "hello"}
+    assert result.decision == "warn" and [r["code"] for r in result.reasons or []] == ["spend-high"]
+    assert result.measured == {"textChars": 5}
+    assert reported == [("test.echo", "ok")]
+
+
+def test_the_calls_own_shorter_deadline_is_kept(events: list[Any]) -> None:
+    engine = SkillEngine(None)
+    asyncio.run(engine.call("test.echo", {"text": "hi"}, {}, 2.5, gate=Gate(events, TERMS)))
+    assert ("run", 2.5, "local/echo") in events
+
+
+def test_a_call_the_gate_refuses_never_runs_and_keeps_its_measurements(
+    events: list[Any],
+) -> None:
+    refusal = CallResult(ok=False, code="budget-exceeded", message="over", decision="blocked",
+                         reasons=[{"code": "budget-exceeded", "decision": "blocked",
+                                   "message": "over"}])  # fmt: skip
+    engine = SkillEngine(None)
+    result = asyncio.run(
+        engine.call("test.echo", {"text": "hello"}, gate=Gate(events, TERMS, refusal))
+    )
+    assert result.code == "budget-exceeded" and result.decision == "blocked"
+    assert result.measured == {"textChars": 5}
+    assert not any(isinstance(e, tuple) and e[0] in ("run", "finish") for e in events), events
+
+
+def test_a_bad_input_is_refused_before_the_gate_is_asked(events: list[Any]) -> None:
+    engine = SkillEngine(None)
+    result = asyncio.run(engine.call("test.echo", {"text": 5}, gate=Gate(events, TERMS)))
+    assert result.code == "bad-input" and events == []
+
+
+def test_a_call_cancelled_while_it_runs_tells_the_gate_it_was_cut_short(
+    events: list[Any],
+) -> None:
+    SKILLS["test.echo"].holding = True  # type: ignore[attr-defined]
+    engine = SkillEngine(None)
+
+    async def main() -> None:
+        running = asyncio.create_task(
+            engine.call("test.echo", {"text": "hello"}, gate=Gate(events, TERMS))
+        )
+        while not any(isinstance(e, tuple) and e[0] == "run" for e in events):
+            await asyncio.sleep(0.01)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+
+    asyncio.run(main())
+    assert events[-1] == ("finish", None)
