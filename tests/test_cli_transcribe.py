@@ -84,3 +84,38 @@ def test_device_auto_falls_back_to_the_cpu_without_a_gpu() -> None:
     expected = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
     assert resolve_device("auto") == expected
     assert resolve_device("cpu") == "cpu"
+
+
+def test_transcribe_refuses_max_minutes_that_are_not_finite(engine_home: Path) -> None:
+    for value in ("inf", "1e400", "nan", "0"):
+        done = byoa_skills(engine_home, "transcribe", "--max-minutes", value,
+                           str(SPEECH / "jfk.wav"))  # fmt: skip
+        assert done.returncode == 2, (value, done.stderr)
+        assert "--max-minutes" in done.stderr and "Traceback" not in done.stderr
+
+
+#: Runs a command and prints, last on stderr, the peak resident memory of it (KiB).
+PEAK_OF = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(done.returncode)\n"
+)
+
+
+def test_transcribe_takes_a_silent_hour_without_holding_it(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    flac = tmp_path / "silent.flac"
+    subprocess.run(["sox", "-D", "-n", "-r", "16000", "-c", "1", "-b", "16", str(flac),
+                    "trim", "0", "3540"], check=True)  # fmt: skip
+    command = [sys.executable, "-c", PEAK_OF, sys.executable, "-m", "byoa_skills",
+               "transcribe", "--json", "--model", "tiny.en", str(flac)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "BYOA_SKILLS_HOME": str(engine_home)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["ok"], report["text"], report["seconds"]) == (True, "", 3540.0)
+    peak_mib = int(done.stderr.strip().splitlines()[-1]) / 1024
+    # generous: decoding the hour whole took the command past 1.2 GB
+    assert peak_mib < 700, f"transcribe peaked at {peak_mib:.0f} MiB"

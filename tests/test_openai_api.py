@@ -145,3 +145,33 @@ def test_a_long_recording_across_the_pool_hears_what_faster_whisper_hears(
     print(f"WER against what was said: engine {ours:.1%}, faster-whisper {theirs:.1%}; "
           f"engine against faster-whisper {between:.1%}")  # fmt: skip
     assert ours <= theirs + 0.05 and between <= 0.15
+
+
+def test_a_prompt_longer_than_the_decoder_takes_keeps_its_last_tokens(engine: Engine) -> None:
+    prompt = "A speech by John F. Kennedy, read in Washington in January. " * 40
+    assert len(prompt) > 2000
+    answer = transcribe(engine, JFK.open("rb"), language="en", prompt=prompt)
+    assert word_recall(SAID, answer.text) >= 0.9
+    verbose = transcribe(engine, JFK.open("rb"), prompt=prompt, response_format="verbose_json")
+    assert verbose.segments and word_recall(SAID, verbose.text) >= 0.9
+
+
+def test_the_prompt_is_cut_to_the_budget_the_context_leaves(engine_home: Path) -> None:
+    from faster_whisper import WhisperModel
+
+    from byoa_skills.runtimes.speech.whisper_ct2 import prompt_budget, prompt_tokens
+
+    assert prompt_budget(multilingual=True, max_new_tokens=224) == 219
+    assert prompt_budget(multilingual=False, max_new_tokens=224) == 221
+    assert prompt_budget(multilingual=True, max_new_tokens=100) == 223  # Whisper's own half
+    folder = model_path("tiny.en", cache_dir=engine_home / "cache" / "models")
+    model = WhisperModel(str(folder), compute_type="int8", cpu_threads=1)
+    prompt = " ".join(f"word{n}" for n in range(400))
+    every = model.hf_tokenizer.encode(" " + prompt, add_special_tokens=False).ids
+    kept = prompt_tokens(model, prompt, 224)
+    assert len(every) > 400 and kept == every[-221:]
+    assert model.hf_tokenizer.decode(kept).strip().endswith("word399")
+    assert (
+        prompt_tokens(model, "short", 224)
+        == model.hf_tokenizer.encode(" short", add_special_tokens=False).ids
+    )

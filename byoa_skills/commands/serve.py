@@ -39,6 +39,7 @@ from byoa_skills.pool.tuned import TunedLayout, read_tuned
 from byoa_skills.runtimes.text import TextRuntime
 from byoa_skills.serve.app import HEADER_READ_SECONDS, LOOPBACK_HOSTS, build_app
 from byoa_skills.serve.metrics import EngineMetrics
+from byoa_skills.serve.openai_api import UploadLimits
 from byoa_skills.serve.token import TOKEN_ENV, UnsafePathError, load_or_create_token
 from byoa_skills.serve.wallet.routes import WalletPage
 from byoa_skills.skills import SkillEngine
@@ -167,6 +168,7 @@ def run_engine(args: argparse.Namespace, links: Sequence[tuple[str, str]] = ()) 
         return 2
     try:  # flags that cannot go together are refused before the model is fetched
         pool_config(args, args.model, Path(), Device.CPU)
+        UploadLimits.from_env()  # and so are the recording limits the environment sets
     except ValueError as error:
         print(f"byoa-skills: {error}", file=sys.stderr)
         return 2

@@ -2,12 +2,15 @@
 process. A clip as sites send it is transcribed as it is; any other audio file (any format,
 rate and channel count, any length up to ``--max-minutes``) is decoded to 16 kHz mono, cut on
 the VAD into pieces of at most one window and transcribed piece by piece, with a progress bar.
+A long file is decoded and cut in bounded blocks as its pieces are transcribed, never held
+whole.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import Any
@@ -15,7 +18,6 @@ from typing import Any
 from byoa_skills.commands.common import (
     add_model_arguments,
     configure_logging,
-    number_at_least,
     resolve_model,
     whole_number,
 )
@@ -23,13 +25,17 @@ from byoa_skills.commands.wav_check import EXIT_INVALID, EXIT_USAGE, EXIT_VALID
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.recordings import (
     DEFAULT_MAX_SECONDS,
+    AudioFile,
+    BlockCutter,
     RecordingError,
-    cut,
-    decode_audio,
     join_text,
+    open_audio,
     piece_seconds,
 )
-from byoa_skills.wav import MAX_CLIP_SECONDS, SAMPLE_RATE, WavError, parse_wav
+from byoa_skills.wav import MAX_CLIP_SECONDS, SAMPLE_RATE, Clip, WavError, parse_wav
+
+#: The shortest ``--max-minutes`` taken.
+MIN_MINUTES = 0.01
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     command.add_argument("--json", action="store_true", help="print one JSON object per file")
     command.add_argument(
-        "--max-minutes", type=number_at_least(0.01), default=DEFAULT_MAX_SECONDS / 60,
+        "--max-minutes", type=minutes, default=DEFAULT_MAX_SECONDS / 60,
         help=f"the longest recording taken (default {DEFAULT_MAX_SECONDS / 60:g})",
     )  # fmt: skip
     add_model_arguments(command)
@@ -85,11 +91,10 @@ def run(args: argparse.Namespace) -> int:
             with open(path, "rb") as file:
                 data = file.read()
             began = time.monotonic()
-            samples = _samples(data, args.max_minutes * 60)
-            text, language = _transcribe(backend, samples, args.language)
+            audio = _audio(data, args.max_minutes * 60)
+            text, language = _transcribe(backend, audio, args.language)
             report.update(
-                ok=True, text=text, language=language,
-                seconds=round(len(samples) / SAMPLE_RATE, 3),
+                ok=True, text=text, language=language, seconds=round(audio.seconds, 3),
                 elapsed=round(time.monotonic() - began, 3),
             )  # fmt: skip
         except OSError as error:
@@ -106,40 +111,64 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _samples(data: bytes, max_seconds: float) -> Any:
-    """The float32 16 kHz mono samples of a file: a sites' clip as it is, anything else
-    decoded. A RIFF file no decoder reads is refused with the strict WAV check's code."""
+def minutes(text: str) -> float:
+    """An argparse ``type`` for ``--max-minutes``: a finite number of at least
+    :data:`MIN_MINUTES`."""
     try:
-        return parse_wav(data, max_seconds=MAX_CLIP_SECONDS).to_float32()
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= MIN_MINUTES):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of at least {MIN_MINUTES:g}, got {text!r}"
+        )
+    return value
+
+
+def _audio(data: bytes, max_seconds: float) -> AudioFile:
+    """The file's audio: a sites' clip as it is, anything else decoded once to measure it. A
+    RIFF file no decoder reads is refused with the strict WAV check's code."""
+    try:
+        clip = parse_wav(data, max_seconds=MAX_CLIP_SECONDS)
+        return AudioFile(data, "wav", clip.frames, MAX_CLIP_SECONDS)
     except WavError as refused:
         strict = refused
     try:
-        return decode_audio(data, max_seconds).to_float32()
+        return open_audio(data, max_seconds)
     except RecordingError as error:
         if error.code == "audio-undecodable" and data[:4] == b"RIFF":
             raise strict from None
         raise
 
 
-def _transcribe(backend: Any, samples: Any, language: str | None) -> tuple[str, str | None]:
-    """The text of the whole recording, piece by piece, with a progress bar on stderr for
-    more than one piece; and the language (detected in the first piece when not given)."""
-    pieces = cut(samples, piece_seconds(backend.options.encoder_seconds))
-    if len(pieces) <= 1:
-        transcript = backend.transcribe(samples, language)
+def _transcribe(backend: Any, audio: AudioFile, language: str | None) -> tuple[str, str | None]:
+    """The text of the whole recording, piece by piece as it is decoded and cut, with a
+    progress bar on stderr when it is longer than one piece; and the language (detected in
+    the first piece with speech when not given)."""
+    window = piece_seconds(backend.options.encoder_seconds)
+    if audio.frames <= window * SAMPLE_RATE:
+        blocks = list(audio.blocks())
+        whole = Clip(blocks[0] if len(blocks) == 1 else _joined(blocks))
+        transcript = backend.transcribe(whole.to_float32(), language)
         return transcript.text, transcript.language
     from rich.console import Console
     from rich.progress import Progress
 
     texts: list[str] = []
     with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("transcribing", total=len(pieces))
-        for piece in pieces:
-            transcript = backend.transcribe(samples[piece.start : piece.end], language)
+        task = progress.add_task("transcribing", total=round(audio.seconds, 1))
+        for piece, samples in BlockCutter(audio.frames, window).pieces(audio.blocks()):
+            transcript = backend.transcribe(Clip(samples).to_float32(), language)
             language = language or (transcript.language if transcript.text else None)
             texts.append(transcript.text)
-            progress.advance(task)
+            progress.update(task, completed=round(piece.end / SAMPLE_RATE, 1))
     return join_text(texts), language
+
+
+def _joined(blocks: list[Any]) -> Any:
+    import numpy as np
+
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype="<i2")
 
 
 def _describe(report: dict[str, Any]) -> str:

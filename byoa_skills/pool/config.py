@@ -76,7 +76,9 @@ class PoolConfig:
     backend: Backend = field(default=Backend.CT2, metadata=_flag("--backend"))
     workers: int = field(default_factory=lambda: default_layout()[0], metadata=_flag("--workers"))
     threads_per_worker: int = field(default=1, metadata=_flag("--threads"))
-    #: Calls waiting for a worker beyond this are refused with ``queue-full``.
+    #: Sites' calls waiting for a worker beyond this are refused with ``queue-full``; the
+    #: pieces of long recordings have as many places of their own and wait for one when they
+    #: are taken, so they never fill the sites' places.
     max_queue: int = field(default=64, metadata=_flag("--queue"))
     #: The deadline of a call that names none, in seconds (the wallet's 120 s).
     default_deadline: float = 120.0

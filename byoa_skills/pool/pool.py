@@ -1,5 +1,9 @@
 """The warm pool: a bounded queue in front of worker processes that each hold the model.
 
+The queue keeps places of its own for sites' clips: ``max_queue`` of them may wait, whatever
+waits besides; the pieces of long recordings have ``max_queue`` places of their own, and a
+piece that finds them taken waits for one instead of being refused.
+
 Each worker has a slot: a shared memory block for a batch of clips' samples and a loop that
 takes the next calls from the queue (every waiting call, up to the batch size), runs them as
 one batch, and replaces the worker when it dies, overruns a deadline, or has served enough.
@@ -49,7 +53,8 @@ EventHook = Callable[[str, str | float], None]
 
 class Priority(IntEnum):
     """Which waiting calls a free worker takes first: sites' clips (``SITE``) before the
-    pieces of the visitor's long recordings (``BULK``); calls of one priority in order."""
+    pieces of the visitor's long recordings (``BULK``); calls of one priority in order.
+    Each priority has its own places in the queue (:class:`WorkerPool`)."""
 
     SITE = 0
     BULK = 1
@@ -106,6 +111,27 @@ class _Call:
         return (self.priority, self.order) < (other.priority, other.order)
 
 
+class _CallQueue(asyncio.PriorityQueue[_Call]):
+    """The calls waiting for a worker, the highest priority first, with how many of each
+    priority wait; ``room`` is set each time a ``BULK`` call leaves."""
+
+    def _init(self, maxsize: int) -> None:
+        super()._init(maxsize)
+        self.waiting: dict[Priority, int] = dict.fromkeys(Priority, 0)
+        self.room = asyncio.Event()
+
+    def _put(self, item: _Call) -> None:
+        super()._put(item)
+        self.waiting[item.priority] += 1
+
+    def _get(self) -> _Call:
+        item = super()._get()
+        self.waiting[item.priority] -= 1
+        if item.priority == Priority.BULK:
+            self.room.set()
+        return item
+
+
 #: The clip lengths (seconds, upper bounds) a batch keeps together: a batch waits for its
 #: longest clip's decode, so only clips of about one length gain by sharing it
 #: (docs/pool.md).
@@ -143,6 +169,10 @@ class WorkerPool:
     """Warm worker processes answering ``audio.transcribe`` clips, one batch per worker at a
     time, with a bounded queue, per-call deadlines and self-healing workers.
 
+    The queue holds at most ``config.max_queue`` calls of each priority: sites' clips beyond
+    that are refused ``queue-full``; the pieces of long recordings beyond it wait for a place,
+    so no number of recordings can take a place a site's clip needs.
+
     ``rng`` draws each worker's recycle threshold (a seeded one makes them reproducible).
     """
 
@@ -155,7 +185,7 @@ class WorkerPool:
         self.config = config
         self._on_event = on_event or (lambda kind, value: None)
         self._rng = rng or random.Random()
-        self._queue: asyncio.PriorityQueue[_Call] = asyncio.PriorityQueue(config.max_queue)
+        self._queue = _CallQueue()  # bounded by priority, in transcribe
         self._slots: list[_Slot] = []
         self._ids = itertools.count(1)
         self._arrivals = itertools.count()
@@ -344,9 +374,10 @@ class WorkerPool:
         calls of the highest ``priority`` first, so a long recording's ``BULK`` pieces yield
         to sites' clips between them.
 
-        Raises a :class:`CallFailure`: ``queue-full`` at once when the queue is full,
-        ``skill-unavailable`` at once when no worker can start, ``shutting-down``,
-        ``deadline-exceeded``, ``worker-crashed``, or the model's refusal.
+        Raises a :class:`CallFailure`: ``queue-full`` at once when ``max_queue`` sites'
+        clips already wait (a ``BULK`` call waits for one of its own places instead, within
+        its deadline), ``skill-unavailable`` at once when no worker can start,
+        ``shutting-down``, ``deadline-exceeded``, ``worker-crashed``, or the model's refusal.
         """
         if self._draining:
             raise ShuttingDown("the engine is shutting down and takes no new calls")
@@ -356,33 +387,55 @@ class WorkerPool:
             raise _unavailable()
         if clip.frames > max_frames(self.config.max_clip_seconds):
             raise TranscribeFailed(f"a clip of {clip.seconds:.1f} s is longer than the pool takes")
+        if priority == Priority.SITE and self._queue.waiting[priority] >= self.config.max_queue:
+            raise QueueFull(f"{self.config.max_queue} calls are already waiting")
         self.wake()
         now = time.monotonic()
         seconds = self.config.default_deadline if deadline is None else deadline
-        future = asyncio.get_running_loop().create_future()
-        call = _Call(clip, language, now, now + seconds, future, request=request or DecodeRequest(),
-                     priority=priority, order=next(self._arrivals))  # fmt: skip
-        try:
-            self._queue.put_nowait(call)
-        except asyncio.QueueFull:
-            raise QueueFull(f"{self._queue.maxsize} calls are already waiting") from None
         self._in_flight += 1
         self._idle.clear()
         try:
-            return await asyncio.wait_for(asyncio.shield(call.future), max(0.0, seconds))
-        except asyncio.TimeoutError:
-            if call.started is None:
-                call.abandoned = True
-                raise DeadlineExceeded(f"no worker took the call within {seconds:g} s") from None
-            return await call.future  # the slot answers at the same deadline
-        except asyncio.CancelledError:
-            call.abandoned = call.started is None
-            raise
+            if priority == Priority.BULK:
+                await self._place_for_bulk(now + seconds)
+            future = asyncio.get_running_loop().create_future()
+            call = _Call(clip, language, now, now + seconds, future,
+                         request=request or DecodeRequest(), priority=priority,
+                         order=next(self._arrivals))  # fmt: skip
+            self._queue.put_nowait(call)
+            left = max(0.0, call.deadline - time.monotonic())
+            try:
+                return await asyncio.wait_for(asyncio.shield(call.future), left)
+            except asyncio.TimeoutError:
+                if call.started is None:
+                    call.abandoned = True
+                    raise DeadlineExceeded(
+                        f"no worker took the call within {seconds:g} s"
+                    ) from None
+                return await call.future  # the slot answers at the same deadline
+            except asyncio.CancelledError:
+                call.abandoned = call.started is None
+                raise
         finally:
             self._in_flight -= 1
             self._last_used = time.monotonic()
             if self._in_flight == 0:
                 self._idle.set()
+
+    async def _place_for_bulk(self, until: float) -> None:
+        """Return once fewer than ``max_queue`` ``BULK`` calls wait; raise
+        ``deadline-exceeded`` at ``until`` (monotonic time), ``shutting-down`` when the pool
+        stops meanwhile."""
+        while self._queue.waiting[Priority.BULK] >= self.config.max_queue:
+            left = until - time.monotonic()
+            if left <= 0:
+                raise DeadlineExceeded("no place in the queue came free before the deadline")
+            self._queue.room.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._queue.room.wait(), left)
+            if self._draining:
+                raise ShuttingDown("the engine is shutting down and takes no new calls")
+            if not self.available:
+                raise _unavailable()
 
     # -- slots --------------------------------------------------------------------------
 

@@ -9,19 +9,25 @@ it); every refusal on these paths, the guard's included, is written in OpenAI's 
 
 Any audio format is decoded to 16 kHz mono, a long recording is cut into pieces of at most
 one window that run on every worker at once behind the sites' clips, and the answer is
-stitched back in order (``byoa_skills.recordings``). These calls need no grant: Activity lists
+stitched back in order (``byoa_skills.recordings``). A recording is decoded and cut in bounded
+blocks while its pieces run, a few recordings at a time (the others wait holding only their
+bytes), and one whose client has left is stopped. These calls need no grant: Activity lists
 each one as the local client's (``kind: "local"``), never with its audio or text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import logging
+import math
 import os
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import BodyPartReader, MultipartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -29,12 +35,16 @@ from aiohttp.http_exceptions import HttpProcessingError
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.pool.errors import CallFailure
 from byoa_skills.recordings import (
+    DEFAULT_AT_ONCE,
     DEFAULT_MAX_SECONDS,
+    AudioFile,
+    BlockCutter,
     LongTranscript,
     Piece,
     RecordingError,
-    cut,
-    decode_audio,
+    RecordingGate,
+    give_back_free_memory,
+    open_audio,
     piece_seconds,
     pool_parallel,
     pool_runner,
@@ -47,7 +57,6 @@ from byoa_skills.runtimes.speech.base import Transcript
 from byoa_skills.runtimes.speech.options import DecodeRequest
 from byoa_skills.skills import CallResult, SkillEngine
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wav import Clip
 
 log = logging.getLogger("byoa_skills.api")
 
@@ -55,12 +64,21 @@ log = logging.getLogger("byoa_skills.api")
 WHISPER_ALIAS = "whisper-1"
 #: The largest file taken by default, in bytes (OpenAI's own limit).
 DEFAULT_MAX_UPLOAD_BYTES = 25 * 1024 * 1024
-#: Environment variables that change the limits: megabytes, and minutes of audio.
+#: Environment variables that change the limits: megabytes, minutes of audio, and how many
+#: recordings are decoded at once.
 UPLOAD_LIMIT_ENV = "BYOA_SKILLS_MAX_UPLOAD_MB"
 DURATION_LIMIT_ENV = "BYOA_SKILLS_MAX_RECORDING_MINUTES"
+AT_ONCE_ENV = "BYOA_SKILLS_RECORDINGS_AT_ONCE"
 RESPONSE_FORMATS = ("json", "text", "verbose_json", "srt", "vtt")
 #: The most bytes a form field other than ``file`` may have.
 MAX_FIELD_BYTES = 64 * 1024
+#: The most parts a form may have, and the bytes a body may have beyond the file's limit.
+MAX_PARTS = 32
+FORM_OVERHEAD_BYTES = MAX_FIELD_BYTES * 16
+#: How often a running recording looks whether its client is still connected, in seconds.
+CLIENT_CHECK_SECONDS = 0.25
+#: The outcome in Activity of a recording whose client left before its answer.
+CLIENT_GONE = "client-gone"
 #: How long one text source may take to list its models for ``GET /v1/models``, in seconds.
 MODEL_LIST_SECONDS = 2.0
 
@@ -87,29 +105,52 @@ _PATHS = ("/v1/audio/", "/v1/models")
 
 @dataclass(frozen=True)
 class UploadLimits:
-    """The largest file (bytes) and the longest recording (seconds) these routes take."""
+    """The largest file (bytes), the longest recording (seconds) these routes take, and how
+    many recordings are decoded at once (``at_once``). Checked when made: ``ValueError``
+    for a value that is not finite and above 0 (``at_once``: a whole number of at least 1).
+    """
 
     max_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     max_seconds: float = DEFAULT_MAX_SECONDS
+    at_once: int = DEFAULT_AT_ONCE
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int):
+            raise ValueError(f"max_bytes must be a whole number, got {self.max_bytes!r}")
+        if self.max_bytes < 1:
+            raise ValueError(f"max_bytes must be at least 1, got {self.max_bytes!r}")
+        if not _finite_positive(self.max_seconds):
+            raise ValueError(f"max_seconds must be a finite number above 0, got "
+                             f"{self.max_seconds!r}")  # fmt: skip
+        if isinstance(self.at_once, bool) or not isinstance(self.at_once, int) or self.at_once < 1:
+            raise ValueError(f"at_once must be a whole number of at least 1, got {self.at_once!r}")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> UploadLimits:
-        """The limits :data:`UPLOAD_LIMIT_ENV` and :data:`DURATION_LIMIT_ENV` set, else the
-        defaults. Raises ``ValueError`` naming the variable for a value that is not a
-        positive number."""
+        """The limits :data:`UPLOAD_LIMIT_ENV`, :data:`DURATION_LIMIT_ENV` and
+        :data:`AT_ONCE_ENV` set, else the defaults. Raises ``ValueError`` with a one-line
+        message naming the variable for a value that is not a finite number above 0 (for
+        :data:`AT_ONCE_ENV`, not a whole number of at least 1)."""
         env = dict(os.environ if env is None else env)
         limits = cls()
         megabytes = _positive(env, UPLOAD_LIMIT_ENV)
         minutes = _positive(env, DURATION_LIMIT_ENV)
+        at_once = _whole(env, AT_ONCE_ENV)
+        max_bytes = int(megabytes * 1024 * 1024) if megabytes else limits.max_bytes
+        if max_bytes < 1:
+            raise ValueError(f"{UPLOAD_LIMIT_ENV} must be at least one byte, got "
+                             f"{env[UPLOAD_LIMIT_ENV]!r}")  # fmt: skip
         return cls(
-            max_bytes=int(megabytes * 1024 * 1024) if megabytes else limits.max_bytes,
+            max_bytes=max_bytes,
             max_seconds=minutes * 60 if minutes else limits.max_seconds,
+            at_once=at_once or limits.at_once,
         )
 
 
 ENGINE = web.AppKey("openai_engine", SkillEngine)
 SHIM = web.AppKey("openai_shim", WalletShim)
 LIMITS = web.AppKey("openai_limits", UploadLimits)
+GATE = web.AppKey("openai_gate", RecordingGate)
 
 
 def add_openai_routes(
@@ -123,6 +164,7 @@ def add_openai_routes(
     app[ENGINE] = engine
     app[SHIM] = shim
     app[LIMITS] = limits or UploadLimits.from_env()
+    app[GATE] = RecordingGate(app[LIMITS].at_once)
     app.router.add_post("/v1/audio/transcriptions", _transcriptions)
     app.router.add_post("/v1/audio/translations", _translations)
     app.router.add_get("/v1/models", _models)
@@ -136,6 +178,10 @@ class Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its answer: the work for it is stopped."""
 
 
 def error_body(code: str, message: str, status: int) -> dict[str, Any]:
@@ -176,31 +222,59 @@ class AudioForm:
 
 
 async def read_form(request: web.Request, limits: UploadLimits, speech_model: str) -> AudioForm:
-    """The multipart form the SDK sends, checked; :class:`Refused` for anything wrong."""
+    """The multipart form the SDK sends, checked; :class:`Refused` for anything wrong. The
+    whole body, with or without a Content-Length (chunked), may be at most the file's limit
+    and :data:`FORM_OVERHEAD_BYTES`, in at most :data:`MAX_PARTS` parts: ``file-too-large``
+    as soon as it is more."""
     if not request.content_type.startswith("multipart/"):
         raise Refused("bad-request", "send the audio as multipart/form-data, as the SDK does")
-    if (request.content_length or 0) > limits.max_bytes + MAX_FIELD_BYTES * 16:
+    if (request.content_length or 0) > limits.max_bytes + FORM_OVERHEAD_BYTES:
         raise _too_large(limits)
+    reading = asyncio.ensure_future(
+        _read_fields(request, await request.multipart(), limits, speech_model)
+    )
     try:
-        return await _read_fields(await request.multipart(), limits, speech_model)
+        while True:  # the parts are counted as they are read; this counts what comes between
+            done, _ = await asyncio.wait({reading}, timeout=CLIENT_CHECK_SECONDS / 5)
+            if done:
+                return reading.result()
+            if request.content.total_bytes > limits.max_bytes + FORM_OVERHEAD_BYTES:
+                raise _too_large(limits)
     except (HttpProcessingError, ValueError, AssertionError) as error:
         raise Refused("bad-request", f"the form cannot be read: {str(error)[:80]}") from None
+    finally:
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(BaseException):
+                await reading
 
 
 async def _read_fields(
-    reader: MultipartReader, limits: UploadLimits, speech_model: str
+    request: web.Request, reader: MultipartReader, limits: UploadLimits, speech_model: str
 ) -> AudioForm:
     fields: dict[str, list[str]] = {}
     data: bytes | None = None
+    budget = limits.max_bytes + FORM_OVERHEAD_BYTES
+
+    def within_budget() -> None:  # every byte received so far: part headers included
+        if request.content.total_bytes > budget:
+            raise _too_large(limits)
+
+    parts = 0
     while (part := await reader.next()) is not None:
+        within_budget()
+        parts += 1
+        if parts > MAX_PARTS:
+            raise Refused("bad-request", f"the form has more than {MAX_PARTS} parts")
         if not isinstance(part, BodyPartReader):
             raise Refused("bad-request", "nested multipart bodies are not taken")
         if part.name == "file":
-            data = await _read_part(part, limits.max_bytes, _too_large(limits))
+            data = await _read_part(part, limits.max_bytes, _too_large(limits), within_budget)
         else:
             too_long = Refused("bad-request", f"the field {str(part.name)[:40]!r} is too long")
-            raw = await _read_part(part, MAX_FIELD_BYTES, too_long)
+            raw = await _read_part(part, MAX_FIELD_BYTES, too_long, within_budget)
             fields.setdefault(str(part.name), []).append(raw.decode("utf-8", "replace"))
+    within_budget()
     if data is None:
         raise Refused("missing-file", "the form has no 'file' field")
     return _checked(fields, data, speech_model)
@@ -244,14 +318,15 @@ def _checked(fields: dict[str, list[str]], data: bytes, speech_model: str) -> Au
                      granularities, stream == "true")  # fmt: skip
 
 
-async def _read_part(part: BodyPartReader, limit: int, over: Refused) -> bytes:
-    chunks, size = [], 0
+async def _read_part(part: BodyPartReader, limit: int, over: Refused, within_budget: Any) -> bytes:
+    kept, size = io.BytesIO(), 0  # its value is its buffer: the file is held once, not twice
     while chunk := await part.read_chunk(256 * 1024):
         size += len(chunk)
         if size > limit:
             raise over
-        chunks.append(chunk)
-    return b"".join(chunks)
+        within_budget()
+        kept.write(chunk)
+    return kept.getvalue()
 
 
 def _too_large(limits: UploadLimits) -> Refused:
@@ -270,10 +345,11 @@ async def _translations(request: web.Request) -> web.StreamResponse:
 
 
 async def _audio(request: web.Request, task: str) -> web.StreamResponse:
-    """One file: checked, decoded, cut, run on the pool, answered in the format asked."""
+    """One file: checked, then (in its turn) decoded and cut while its pieces run on the
+    pool, answered in the format asked; stopped if the client leaves first."""
     engine, began = request.app[ENGINE], time.monotonic()
     skill = "audio.translate" if task == "translate" else "audio.transcribe"
-    seconds: float | None = None
+    progress = _Progress()
     pool = engine.pool
     try:
         if pool is None:
@@ -281,65 +357,132 @@ async def _audio(request: web.Request, task: str) -> web.StreamResponse:
         form = await read_form(request, request.app[LIMITS], pool.config.model_name)
         if not pool.ready:
             raise Refused("not-ready", "the speech workers are still loading")
-        recording = await asyncio.to_thread(
-            decode_audio, form.data, request.app[LIMITS].max_seconds
-        )
-        seconds = recording.seconds
-        window = piece_seconds(pool.config.encoder_window)
-        pieces = await asyncio.to_thread(cut, recording.to_float32(), window)
-        decode = form.request(task)
-        run_piece = pool_runner(pool, Clip(recording.samples), decode)
-        parallel = pool_parallel(pool)
-        if form.stream:
-            response, outcome = await _stream(request, pieces, run_piece, form, parallel, seconds)
-            _record(request, skill, outcome, seconds, began, pieces=len(pieces))
-            return response
-        else:
-            answers = await run_pieces(pieces, run_piece, form.language, parallel)
-            heard = stitch(pieces, answers, seconds, form.language)
-            response = _answer(heard, form.response_format, task)
+        response = await _unless_client_leaves(request, _in_turn(request, form, task, progress))
     except Refused as refusal:
-        _record(request, skill, refusal.code, seconds, began)
+        _record(request, skill, refusal.code, progress, began)
         return refused(refusal.code, refusal.message)
     except (RecordingError, CallFailure) as failure:
-        _record(request, skill, failure.code, seconds, began)
+        _record(request, skill, failure.code, progress, began)
         return refused(failure.code, failure.message)
-    _record(request, skill, "ok", seconds, began, pieces=len(pieces))
+    except ClientGone:
+        log.info("event=recording-client-gone pieces=%d", progress.answered)
+        _record(request, skill, CLIENT_GONE, progress, began)
+        return web.Response(status=499)  # nobody reads it
+    _record(request, skill, progress.outcome, progress, began)
     return response
 
 
+@dataclass
+class _Progress:
+    """How far one request got: the recording's length once measured, the pieces answered,
+    and a streamed answer's outcome."""
+
+    seconds: float | None = None
+    answered: int = 0
+    outcome: str = "ok"
+
+
+async def _in_turn(
+    request: web.Request, form: AudioForm, task: str, progress: _Progress
+) -> web.StreamResponse:
+    """The answer to ``form``, once the gate gives the recording its turn."""
+    gate = request.app[GATE]
+    if gate.decoding >= gate.at_once:
+        log.info("event=recording-waits decoding=%d waiting=%d", gate.decoding, gate.waiting + 1)
+    try:
+        async with gate.turn():
+            log.info("event=recording-starts decoding=%d waiting=%d", gate.decoding, gate.waiting)
+            return await _transcribed(request, form, task, progress)
+    finally:
+        give_back_free_memory()
+
+
+async def _transcribed(
+    request: web.Request, form: AudioForm, task: str, progress: _Progress
+) -> web.StreamResponse:
+    pool = request.app[ENGINE].pool
+    assert pool is not None
+    audio = await asyncio.to_thread(open_audio, form.data, request.app[LIMITS].max_seconds)
+    progress.seconds = audio.seconds
+    run_piece = pool_runner(pool, form.request(task))
+    parallel = pool_parallel(pool)
+    window = piece_seconds(pool.config.encoder_window)
+
+    async def counted(piece: Piece, answer: Transcript) -> None:
+        progress.answered += 1
+
+    if form.stream:
+        return await _stream(request, audio, window, run_piece, form, parallel, progress)
+    done = await run_pieces(_pieces(audio, window), run_piece, form.language, parallel, counted)
+    heard = stitch([p for p, _ in done], [a for _, a in done], audio.seconds, form.language)
+    return _answer(heard, form.response_format, task)
+
+
+def _pieces(audio: AudioFile, window: float) -> Any:
+    """The pieces of ``audio`` with their samples, decoded and cut as they are read."""
+    return BlockCutter(audio.frames, window).pieces(audio.blocks())
+
+
 async def _stream(
-    request: web.Request, pieces: list[Piece], run_piece: Any, form: AudioForm, parallel: int,
-    seconds: float,
-) -> tuple[web.StreamResponse, str]:  # fmt: skip
+    request: web.Request, audio: AudioFile, window: float, run_piece: Any, form: AudioForm,
+    parallel: int, progress: _Progress,
+) -> web.StreamResponse:  # fmt: skip
     """Server-sent events: a ``transcript.text.delta`` per piece as soon as the pieces before
-    it are done, then ``transcript.text.done`` with the whole text; and the outcome. A failure
-    once the events have begun is the last event, an ``error`` in OpenAI's shape."""
+    it are done, then ``transcript.text.done`` with the whole text; the outcome goes in
+    ``progress``. A failure once the events have begun is the last event, an ``error`` in
+    OpenAI's shape."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})  # fmt: skip
     await response.prepare(request)
     said: list[str] = []
 
     async def send(event: dict[str, Any]) -> None:
-        await response.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+        try:
+            await response.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+        except ConnectionResetError:
+            raise ClientGone() from None
 
     async def on_answer(piece: Piece, answer: Transcript) -> None:
+        progress.answered += 1
         if answer.text.strip():
             delta = (" " if said else "") + answer.text.strip()
             said.append(answer.text.strip())
             await send({"type": "transcript.text.delta", "delta": delta})
 
     try:
-        await run_pieces(pieces, run_piece, form.language, parallel, on_answer)
-    except CallFailure as failure:  # the status is sent: the refusal is the last event
+        await run_pieces(_pieces(audio, window), run_piece, form.language, parallel, on_answer)
+    except (CallFailure, RecordingError) as failure:  # the status is sent: the last event
         status = STATUS.get(failure.code, 500)
         await send({"type": "error", **error_body(failure.code, failure.message, status)})
         await response.write_eof()
-        return response, failure.code
+        progress.outcome = failure.code
+        return response
     await send({"type": "transcript.text.done", "text": " ".join(said),
-                "usage": {"type": "duration", "seconds": round(seconds, 3)}})  # fmt: skip
+                "usage": {"type": "duration", "seconds": round(audio.seconds, 3)}})  # fmt: skip
     await response.write_eof()
-    return response, "ok"
+    return response
+
+
+_T = TypeVar("_T")
+
+
+async def _unless_client_leaves(request: web.Request, work: Awaitable[_T]) -> _T:
+    """What ``work`` gives, or :class:`ClientGone` once the client's connection is closed
+    (``work`` is then cancelled: the pieces not yet running never run)."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=CLIENT_CHECK_SECONDS)
+            if done:
+                return task.result()
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                raise ClientGone()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
 def _answer(heard: LongTranscript, response_format: str, task: str) -> web.Response:
@@ -423,17 +566,18 @@ async def _text_models(engine: SkillEngine) -> list[tuple[str, str]]:
 
 
 def _record(
-    request: web.Request, skill: str, outcome: str, seconds: float | None, began: float,
-    pieces: int | None = None,
-) -> None:  # fmt: skip
+    request: web.Request, skill: str, outcome: str, progress: _Progress, began: float
+) -> None:
     """One activity entry (the local client's, no content) and the call counted in the
     metrics."""
     latency = time.monotonic() - began
+    seconds = progress.seconds
     shim = request.app[SHIM]
     shim.record_activity(
         kind="local", client="openai-api", skill=skill, outcome=outcome,
         clipSeconds=None if seconds is None else round(seconds, 3),
-        pieces=pieces, latencyMs=round(latency * 1000),
+        pieces=progress.answered if seconds is not None else None,
+        latencyMs=round(latency * 1000),
     )  # fmt: skip
     result = CallResult(ok=True) if outcome == "ok" else CallResult.refused(outcome, "")
     measured = {} if seconds is None else {"clipSeconds": round(seconds, 3)}
@@ -466,9 +610,31 @@ def _positive(env: dict[str, str], name: str) -> float | None:
         number = float(value)
     except ValueError:
         number = -1.0
-    if not number > 0:
-        raise ValueError(f"{name} must be a number above 0, got {value!r}")
+    if not _finite_positive(number):
+        raise ValueError(f"{name} must be a finite number above 0, got {value!r}")
     return number
+
+
+def _whole(env: dict[str, str], name: str) -> int | None:
+    value = env.get(name)
+    if value is None or not value.strip():
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _finite_positive(number: Any) -> bool:
+    return (
+        isinstance(number, (int, float))
+        and not isinstance(number, bool)
+        and math.isfinite(number)
+        and number > 0
+    )
 
 
 def _fraction(text: str) -> bool:

@@ -17,6 +17,7 @@ from byoa_skills.bench.scenarios import (
     idle,
     link,
     longform,
+    longmemory,
     memory,
     peer,
     store,
@@ -27,11 +28,13 @@ from byoa_skills.bench.scenarios import (
 
 #: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
 _ORDER = (
-    wav, direct, cold, engine, memory, idle, peer, gpu, link, text, batch, store, longform, tune
+    wav, direct, cold, engine, memory, idle, peer, gpu, link, text, batch, store, longform,
+    longmemory, tune,
 )  # fmt: skip
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
-#: Scenarios a run without names leaves out: ``tune`` changes the user's config.
-BY_NAME_ONLY = ("tune",)
+#: Scenarios a run without names leaves out: ``tune`` changes the user's config;
+#: ``longmemory`` sends hours of audio.
+BY_NAME_ONLY = ("longmemory", "tune")
 
 
 def names() -> list[str]:

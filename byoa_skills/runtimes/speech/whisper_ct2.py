@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 DEVICES = ("cpu", "cuda")
 #: The compute type ``"default"`` stands for on each device.
 DEFAULT_COMPUTE_TYPES = {"cpu": "int8", "cuda": "float16"}
+#: Whisper's decoder context, in tokens: a prompt and the tokens decoded share it.
+CONTEXT_TOKENS = 448
 
 
 class WhisperCT2Backend(SpeechBackend):
@@ -292,7 +294,9 @@ class WhisperCT2Backend(SpeechBackend):
             log_prob_threshold=o.log_prob_threshold,
             no_speech_threshold=o.no_speech_threshold,
             condition_on_previous_text=o.condition_on_previous_text,
-            initial_prompt=request.prompt or None,
+            initial_prompt=(
+                prompt_tokens(model, request.prompt, o.max_new_tokens) if request.prompt else None
+            ),
             without_timestamps=request.timestamps == "none",
             word_timestamps=request.timestamps == "word",
             vad_filter=o.vad_filter,
@@ -332,6 +336,23 @@ class WhisperCT2Backend(SpeechBackend):
         if self._model is None:
             raise RuntimeError("the backend is not loaded: call load() first")
         return self._model
+
+
+def prompt_budget(multilingual: bool, max_new_tokens: int | None) -> int:
+    """How many of a prompt's tokens fit in the decoder's context beside the start tokens
+    (the previous-text mark, start, language, task, no-timestamps) and ``max_new_tokens``;
+    at most Whisper's own half of the context less one (223), as OpenAI and Whisper keep."""
+    start = 1 + (3 if multilingual else 1) + 1
+    new = CONTEXT_TOKENS // 2 if max_new_tokens is None else max_new_tokens
+    return max(0, min(CONTEXT_TOKENS // 2 - 1, CONTEXT_TOKENS - start - new))
+
+
+def prompt_tokens(model: WhisperModel, prompt: str, max_new_tokens: int | None) -> list[int]:
+    """The tokens of ``prompt`` the model is given: the last :func:`prompt_budget` of them
+    (a longer prompt loses its beginning, as OpenAI's API cuts it)."""
+    tokens = model.hf_tokenizer.encode(" " + prompt.strip(), add_special_tokens=False).ids
+    keep = prompt_budget(model.model.is_multilingual, max_new_tokens)
+    return list(tokens[-keep:]) if keep else []
 
 
 def compression_ratio(text: str) -> float:

@@ -1,0 +1,203 @@
+"""``longmemory``: how much memory the engine's front process takes for long recordings sent
+to its OpenAI-compatible API: a 59-minute silent FLAC and an hour of real speech (the
+English clips of ``tests/data/realspeech`` in turn, with pauses), one at a time and three at
+once. Each figure is the growth of ``serve``'s resident memory over what it held just before:
+its peak (the kernel's high-water mark, reset before each step where the kernel allows it,
+else sampled every 20 ms) and what it keeps after. The files are made in the run's temporary
+home, never kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+
+from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.server import EngineProcess, rss_mib
+from byoa_skills.wav import SAMPLE_RATE
+
+NAME = "longmemory"
+TITLE = "Memory of long recordings"
+#: The silent recording and the speech, in seconds: full and quick runs.
+FULL_SECONDS, QUICK_SECONDS = (3540.0, 3600.0), (600.0, 600.0)
+#: Where the real speech clips are, and the pauses put between them (s).
+REALSPEECH = Path(__file__).resolve().parents[3] / "tests" / "data" / "realspeech"
+PAUSES = (0.6, 1.5, 3.0, 0.8, 2.2)
+#: The goal: peak growth for one recording, and for three at once (MiB).
+GOAL_ONE_MIB, GOAL_THREE_MIB = 300.0, 600.0
+
+
+def silent_flac(path: Path, seconds: float) -> Path:
+    """A FLAC of ``seconds`` of digital silence, 16 kHz mono 16-bit."""
+    import soundfile
+
+    with soundfile.SoundFile(path, "w", SAMPLE_RATE, 1, "PCM_16", format="FLAC") as file:
+        block = np.zeros(60 * SAMPLE_RATE, dtype="<i2")
+        left = int(seconds * SAMPLE_RATE)
+        while left > 0:
+            file.write(block[: min(left, len(block))])
+            left -= len(block)
+    return path
+
+
+def speech_flac(path: Path, seconds: float, folder: Path = REALSPEECH) -> Path:
+    """A FLAC of ``seconds`` of real English speech: each clip in turn, a pause after each."""
+    import soundfile
+
+    clips = [c for c in json.loads((folder / "clips.json").read_text()) if c["language"] == "en"]
+    left, turn = int(seconds * SAMPLE_RATE), 0
+    with soundfile.SoundFile(path, "w", SAMPLE_RATE, 1, "PCM_16", format="FLAC") as file:
+        while left > 0:
+            samples, rate = soundfile.read(folder / clips[turn % len(clips)]["file"], dtype="int16")
+            if rate != SAMPLE_RATE:
+                raise RuntimeError(f"{clips[turn % len(clips)]['file']} is not 16 kHz")
+            pause = np.zeros(int(PAUSES[turn % len(PAUSES)] * SAMPLE_RATE), dtype="<i2")
+            part = np.concatenate([samples, pause])[:left]
+            file.write(part)
+            left -= len(part)
+            turn += 1
+    return path
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """Peak and kept growth of the front process for each recording, one and three at once."""
+    if not (REALSPEECH / "clips.json").is_file():
+        raise Skip(f"the real speech clips are not in {REALSPEECH}")
+    silent_s, speech_s = QUICK_SECONDS if ctx.settings.quick else FULL_SECONDS
+    folder = ctx.home / "longmemory"
+    folder.mkdir(exist_ok=True)
+    files = {
+        "silent": silent_flac(folder / "silent.flac", silent_s),
+        "speech": speech_flac(folder / "speech.flac", speech_s),
+    }
+    warm = speech_flac(folder / "warm.flac", 60.0)
+    steps = [("silent", 1), ("speech", 1), ("silent", 3), ("speech", 3)]
+    ctx.reporter.start(NAME, len(steps) + 1)
+    engine = EngineProcess.start(
+        ctx.home,
+        ["--model", ctx.settings.model, "--workers", str(ctx.workers), "--threads", "1",
+         "--log-level", "warning", "--idle-release", "0"],
+        env={"BYOA_SKILLS_MAX_UPLOAD_MB": "200"}, log_name="longmemory.log",
+    )  # fmt: skip
+    ctx.cleanups.append(engine.stop)
+    try:
+        engine.wait_ready()
+        pid = engine.process.pid
+        ready_mib = rss_mib(pid)
+        ctx.reporter.step("a first 60 s recording (imports the decoders and the VAD)")
+        first = _measure(engine, pid, [warm])
+        ctx.reporter.advance()
+        figures: dict[str, Any] = {}
+        for kind, count in steps:
+            ctx.reporter.step(f"{kind}, {count} at once")
+            figures[f"{kind}_x{count}"] = _measure(engine, pid, [files[kind]] * count)
+            ctx.reporter.advance()
+    finally:
+        engine.stop()
+    return {
+        "model": ctx.settings.model,
+        "workers": ctx.workers,
+        "silent_s": silent_s,
+        "speech_s": speech_s,
+        "file_mib": {kind: round(path.stat().st_size / 2**20, 2) for kind, path in files.items()},
+        "ready_rss_mib": round(ready_mib, 1),
+        "first_recording": first,
+        "steps": figures,
+        "goal_mib": {"one": GOAL_ONE_MIB, "three": GOAL_THREE_MIB},
+    }
+
+
+def _measure(engine: EngineProcess, pid: int, paths: list[Path]) -> dict[str, Any]:
+    """Send every file at once; the front process's memory around it (MiB) and the answers."""
+    before = rss_mib(pid)
+    reset = _reset_high_water(pid)
+    sampler = _Sampler(pid)
+    sampler.start()
+    began = time.perf_counter()
+    try:
+        answers = asyncio.run(_send_all(engine, paths))
+    finally:
+        sampler.stop()
+    seconds = time.perf_counter() - began
+    time.sleep(1.0)  # what the answers' last buffers leave
+    after = rss_mib(pid)
+    peak = max(sampler.peak, _high_water(pid) if reset else 0.0)
+    return {
+        "rss_before_mib": round(before, 1),
+        "peak_growth_mib": round(peak - before, 1),
+        "kept_growth_mib": round(after - before, 1),
+        "peak_from": "high-water mark" if reset else "sampled every 20 ms",
+        "seconds": round(seconds, 1),
+        "answers": answers,
+    }
+
+
+async def _send_all(engine: EngineProcess, paths: list[Path]) -> list[dict[str, Any]]:
+    timeout = aiohttp.ClientTimeout(total=3600)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        return list(await asyncio.gather(*(_send(session, engine, path) for path in paths)))
+
+
+async def _send(
+    session: aiohttp.ClientSession, engine: EngineProcess, path: Path
+) -> dict[str, Any]:
+    form = aiohttp.FormData()
+    form.add_field("file", path.read_bytes(), filename=path.name, content_type="audio/flac")
+    form.add_field("model", "whisper-1")
+    form.add_field("language", "en")
+    headers = {"Authorization": f"Bearer {engine.token}"}
+    async with session.post(
+        f"{engine.url}/v1/audio/transcriptions", data=form, headers=headers
+    ) as response:
+        body = await response.json(content_type=None)
+    if response.status != 200:
+        return {"status": response.status, "code": body.get("error", {}).get("code")}
+    return {"status": 200, "words": len(str(body.get("text", "")).split()),
+            "seconds": body.get("usage", {}).get("seconds")}  # fmt: skip
+
+
+def _reset_high_water(pid: int) -> bool:
+    """Reset the process's peak resident memory (``VmHWM``); False where it cannot be."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _high_water(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class _Sampler:
+    """The highest resident memory of a process, read every 20 ms in a thread."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, rss_mib(self.pid))
+            self._done.wait(0.02)
