@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from byoa_skills.protocol.frames import Result, call_frame, encode, read_frame
+from byoa_skills.protocol.frames import FrameError, Result, call_frame, encode, read_frame
 
 KINDS = ("never-reads", "floods", "nests", "huge-ids", "lies-in-welcome")
 #: How many calls ``never-reads`` and ``floods`` send.
@@ -171,7 +171,10 @@ async def _read_results(
             return
         if message.type != WSMsgType.TEXT:
             continue
-        frame = read_frame(message.data)
+        try:
+            frame = read_frame(message.data)
+        except FrameError:
+            continue  # not a frame: no answer to any call
         if isinstance(frame, Result):
             report.results.setdefault(_key(frame.id), []).append(frame.to_json())
 
