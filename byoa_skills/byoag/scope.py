@@ -1,7 +1,8 @@
 """A paired platform's calls: only the skills in its registration's scope, through the shim.
 
 A registration becomes a grant for the platform's origin (its issuer) of exactly the skills in
-its scope, for at most a day at a time, with no budget to spend (local models cost nothing):
+its scope: the grant an Allow gives (``wallet_shim/allow.py``), for at most a day at a time,
+with no budget to spend (its manifest states no cost; local models cost nothing):
 the platform is in the site list under that origin (``sites pause|block`` work as for any
 site), and every call passes the shim's gate and limits. Before that, a skill outside the
 scope is refused with ``outside-registration-scope``, and a platform with no registration
@@ -15,14 +16,13 @@ from typing import Any
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult
-from byoa_skills.store.clock import now_ms, rfc3339
+from byoa_skills.store.clock import now_ms
+from byoa_skills.wallet_shim.allow import ALLOW_GRANT_SECONDS, allow_grant
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
 
 OUTSIDE_SCOPE = "outside-registration-scope"
 NOT_REGISTERED = "not-registered"
-#: How long one grant made from a registration lasts before the next is made.
-GRANT_SECONDS = 24 * 3600
 
 
 def registration_manifest(registration: Registration) -> dict[str, Any]:
@@ -32,16 +32,6 @@ def registration_manifest(registration: Registration) -> dict[str, Any]:
         "purpose": {"summary": f"Platform paired through BYOAg: {registration.platform}"},
         "skills": {skill: {"required": False} for skill in registration.scope},
         "privacy": "personal",
-    }
-
-
-def registration_grant(registration: Registration, at_ms: int) -> dict[str, Any]:
-    """The grant a registration gives from ``at_ms``: its scope, no budget, for a day."""
-    return {
-        "byoa": "0.1-draft",
-        "skills": list(registration.scope),
-        "budget": {"perSession": "0 USD"},
-        "expiresAt": rfc3339(at_ms + GRANT_SECONDS * 1000),
     }
 
 
@@ -91,14 +81,13 @@ class RegistrationCalls:
             return held[0]
         if held is not None:
             self.shim.release_grant(held[0])
+        manifest = registration_manifest(registration)
         summary = self.shim.create_grant(
-            registration.issuer,
-            registration_manifest(registration),
-            registration_grant(registration, now),
+            registration.issuer, manifest, allow_grant(manifest, registration.scope, now)
         )
         self._grants[registration.registration_id] = (
             summary["grantId"],
-            now + (GRANT_SECONDS - 60) * 1000,
+            now + (ALLOW_GRANT_SECONDS - 60) * 1000,
         )
         return str(summary["grantId"])
 

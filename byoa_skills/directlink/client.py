@@ -40,8 +40,8 @@ from byoa_skills.protocol.frames import (
 )
 from byoa_skills.protocol.pending import PENDING_MARGIN
 from byoa_skills.protocol.serving import SendChunk, serve_calls
-from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.link_pairings import PairingStore
+from byoa_skills.wallet_shim.allow import allow_grant
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.limits import DEFAULT_MAX_PARALLEL_CALLS
 from byoa_skills.wallet_shim.on_my_own import remember_on_my_own
@@ -53,8 +53,6 @@ PING_SECONDS = 30.0
 WELCOME_SECONDS = 10.0
 #: Seconds before each attempt to come back after a drop; the last repeats.
 RECONNECT_SCHEDULE: tuple[float, ...] = (1, 2, 5, 10, 30)
-#: How long a grant given through a link lasts.
-LINK_GRANT_SECONDS = 24 * 3600
 WALLET = {"name": "byoa-skills", "version": __version__}
 #: The answer to a call over the connection's bound of pending calls (a site sees only this).
 TOO_MANY_PENDING = {"ok": False}
@@ -84,16 +82,9 @@ def link_origin(check: LinkCheck) -> str:
 
 
 def link_grant(check: LinkCheck) -> dict[str, Any]:
-    """The grant an Allow gives: the manifest's skills, its expected session cost as the
-    budget, for a day; the manifest's limits apply through the gate."""
-    cost = check.manifest.get("expectedCost")
-    budget = cost.get("perSession") if isinstance(cost, dict) else None
-    return {
-        "byoa": "0.1-draft",
-        "skills": sorted(check.manifest["skills"]),
-        "budget": {"perSession": budget if isinstance(budget, str) else "0 USD"},
-        "expiresAt": rfc3339(now_ms() + LINK_GRANT_SECONDS * 1000),
-    }
+    """The grant an Allow of a link gives (:func:`allow_grant`): every skill of the link's
+    manifest, sorted."""
+    return allow_grant(check.manifest, sorted(check.manifest["skills"]))
 
 
 async def _refuse_redirects(request: ClientRequest, handler: Any) -> ClientResponse:

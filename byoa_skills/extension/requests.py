@@ -16,11 +16,10 @@ import logging
 import sqlite3
 from typing import Any
 
-from byoa_skills.directlink.client import LINK_GRANT_SECONDS
 from byoa_skills.extension.fit import fitting_skills
-from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.origins import normalize_origin
+from byoa_skills.wallet_shim.allow import allow_grant
 from byoa_skills.wallet_shim.consent import ALLOW, DECIDE_ON_MY_OWN, ConsentDesk
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
 from byoa_skills.wallet_shim.on_my_own import (
@@ -191,16 +190,9 @@ def page_origin(origin: Any) -> str:
 
 
 def request_grant(manifest: dict[str, Any], skills: list[str]) -> dict[str, Any]:
-    """The grant an Allow gives a page: the same as a link's (the skills, the expected session
-    cost as the budget, for a day), for the skills this engine can serve."""
-    cost = manifest.get("expectedCost")
-    budget = cost.get("perSession") if isinstance(cost, dict) else None
-    return {
-        "byoa": "0.1-draft",
-        "skills": skills,
-        "budget": {"perSession": budget if isinstance(budget, str) else "0 USD"},
-        "expiresAt": rfc3339(now_ms() + LINK_GRANT_SECONDS * 1000),
-    }
+    """The grant an Allow gives a page (:func:`allow_grant`, as a link's), for the skills
+    this engine can serve."""
+    return allow_grant(manifest, skills)
 
 
 def _granted_skills(manifest: dict[str, Any], fit: set[str]) -> list[str]:

@@ -4,10 +4,8 @@ the spend, call times and calls in flight recorded against it while it lives."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import secrets
-import sqlite3
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,6 +18,14 @@ from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 from byoa_skills.skills.terms import GrantTerms
 from byoa_skills.store.clock import rfc3339
 from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.grant_rows import (
+    GrantRecord,
+    GrantRow,
+    delete_grants,
+    insert_grant,
+    read_grants,
+    update_record,
+)
 from byoa_skills.wallet_shim.limits import (
     MAX_CALLS_PER_MINUTE,
     SHIM_LIMITS,
@@ -254,12 +260,12 @@ class GrantStore:
         self._grants[grant.id] = grant
         if self.database is None:
             return
-        row = (
-            grant.id, grant.origin, json.dumps(grant.manifest), json.dumps(grant.given),
-            json.dumps(grant.summary()["limits"]), grant.currency, grant.created_ms,
-            grant.expires_ms,
+        row = GrantRow(
+            id=grant.id, origin=grant.origin, manifest=grant.manifest, given=grant.given,
+            limits=grant.summary()["limits"], currency=grant.currency,
+            created_ms=grant.created_ms, expires_ms=grant.expires_ms,
         )  # fmt: skip
-        self.database.submit(lambda db: _insert(db, row))
+        self.database.submit(lambda db: insert_grant(db, row))
 
     def get(self, grant_id: Any) -> Grant | None:
         """The live grant with this id, or None."""
@@ -269,8 +275,7 @@ class GrantStore:
         """Forget a grant (calls already running finish); the grant, or None if unknown."""
         grant = self._grants.pop(grant_id, None) if isinstance(grant_id, str) else None
         if grant is not None and self.database is not None:
-            self.database.submit(lambda db: db.execute("DELETE FROM grants WHERE id = ?",
-                                                       (grant_id,)))  # fmt: skip
+            self.database.submit(lambda db: delete_grants(db, [grant_id]))
         return grant
 
     def of_origin(self, origin: str) -> list[Grant]:
@@ -285,18 +290,13 @@ class GrantStore:
         """Queue the grant's running record (calls, spend, reservations, call times)."""
         if self.database is None or grant.id not in self._grants:
             return
-        times = list(grant.call_times)  # at most the rate ceiling; JSON made by the writer
-        row = (
-            grant.calls, grant.in_flight, format(grant.reserved, "f"), format(grant.spent, "f"),
-            grant.peak_in_flight, grant.id,
+        record = GrantRecord(  # the call times: at most the rate ceiling; JSON made by the writer
+            calls=grant.calls, in_flight=grant.in_flight, reserved=grant.reserved,
+            spent=grant.spent, call_times=tuple(grant.call_times),
+            peak_in_flight=grant.peak_in_flight,
         )  # fmt: skip
-        self.database.submit(
-            lambda db: db.execute(
-                "UPDATE grants SET calls = ?, in_flight = ?, reserved = ?, spent = ?, "
-                "peak_in_flight = ?, call_times = ? WHERE id = ?",
-                (*row[:5], json.dumps(times), row[5]),
-            )
-        )
+        grant_id = grant.id
+        self.database.submit(lambda db: update_record(db, grant_id, record))
 
     def load(self, now_ms: int) -> int:
         """Take back the grants the database keeps (at start, before any call); how many.
@@ -306,33 +306,27 @@ class GrantStore:
         (they may have cost it), so the budget still binds."""
         if self.database is None:
             return 0
-        rows = self.database.read(lambda db: db.execute(
-            "SELECT id, origin, manifest, given, created_ms, expires_ms, calls, reserved, "
-            "spent, call_times, peak_in_flight FROM grants"
-        ).fetchall())  # fmt: skip
-        gone: list[str] = []
-        for row in rows:
-            grant_id, origin, manifest, given, created, expires = row[:6]
-            if expires <= now_ms:
-                gone.append(grant_id)
+        kept = self.database.read(read_grants)
+        gone = list(kept.unreadable)
+        for row in kept.rows:
+            if row.expires_ms <= now_ms:
+                gone.append(row.id)
                 continue
             try:
-                grant = build_grant(origin, json.loads(manifest), json.loads(given), now_ms,
-                                    grant_id)  # fmt: skip
+                grant = build_grant(row.origin, row.manifest, row.given, now_ms, row.id)
             except (GrantRefusal, ValueError):
-                gone.append(grant_id)
+                gone.append(row.id)
                 continue
-            calls, reserved, spent, call_times, peak = row[6:]
-            grant.created_ms = created
-            grant.calls = calls
-            grant.spent = Decimal(spent) + Decimal(reserved)
-            grant.call_times.extend(t for t in json.loads(call_times) if isinstance(t, int))
-            grant.peak_in_flight = peak
+            record = row.record
+            grant.created_ms = row.created_ms
+            grant.calls = record.calls
+            grant.spent = record.spent + record.reserved
+            grant.call_times.extend(record.call_times)
+            grant.peak_in_flight = record.peak_in_flight
             self._grants[grant.id] = grant
             self.save_record(grant)
         if gone:
-            self.database.submit(lambda db: db.executemany(
-                "DELETE FROM grants WHERE id = ?", [(grant_id,) for grant_id in gone]))  # fmt: skip
+            self.database.submit(lambda db: delete_grants(db, gone))
         return len(self._grants)
 
     def prune(self, now_ms: int) -> list[Grant]:
@@ -341,20 +335,6 @@ class GrantStore:
         for grant in expired:
             self.release(grant.id)
         return expired
-
-
-def _insert(db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-    origin = row[1]
-    db.execute(
-        "INSERT INTO sites (origin, state, since) VALUES (?, 'active', ?) "
-        "ON CONFLICT (origin) DO NOTHING",
-        (origin, rfc3339(row[6])),
-    )
-    db.execute(
-        "INSERT OR REPLACE INTO grants (id, origin, manifest, given, limits, currency, "
-        "created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        row,
-    )
 
 
 def _expiry_ms(expires_at: Any, now_ms: int) -> int:
