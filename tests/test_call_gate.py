@@ -1,17 +1,24 @@
 """One road for every call: :meth:`SkillEngine.call` with a gate runs the skill's check, the
 grant's terms, the gate, the run within the terms' seconds and the gate's finish, in that
-order, and never runs a call the gate refused. The skill here is a third one, added the way
-a newcomer adds one: a module (this file) and one line in the registry (``SKILLS``)."""
+order, and never runs a call the gate refused. The skills here are third ones, added the way
+a newcomer adds one: a module (this file) and one line in the registry (``SKILLS``); what
+they declare (what they run on, whether they fit a manifest, which measurement is audio) is
+all the shim, the extension and the metrics go by."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from grants import GEO_MANIFEST, grant
 
+from byoa_skills.extension.fit import fitting_skills
 from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.skills import (
     LOCAL_RECEIPT,
     SKILLS,
@@ -23,6 +30,10 @@ from byoa_skills.skills import (
     Skill,
     SkillEngine,
 )
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.shim import WalletShim
 
 
 class Echo(Skill):
@@ -156,3 +167,68 @@ def test_a_call_cancelled_while_it_runs_tells_the_gate_it_was_cut_short(
 
     asyncio.run(main())
     assert events[-1] == ("finish", None)
+
+
+class Listen(Echo):
+    """``test.listen``: as ``test.echo``, but it carries audio (``listenSeconds``), runs on
+    something that must be warm, and fits a manifest's entry only when it says ``ok``."""
+
+    name: ClassVar[str] = "test.listen"
+    audio_measure: ClassVar[str] = "listenSeconds"
+
+    def prepare(
+        self, runtimes: Runtimes, skill_input: Any, params: dict[str, Any], deadline: float | None
+    ) -> PreparedCall | CallResult:
+        prepared = super().prepare(runtimes, skill_input, params, deadline)
+        if isinstance(prepared, CallResult):
+            return prepared
+        return replace(prepared, skill=self.name, measured={"listenSeconds": 2.5})
+
+    async def fits(self, runtimes: Runtimes, entry: Any) -> bool:
+        return isinstance(entry, dict) and entry.get("ok") is True
+
+    async def warm_up(self, runtimes: Runtimes) -> None:
+        self.events.append("warm_up")
+
+
+@pytest.fixture
+def listened(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What ``test.listen`` saw; it is in the registry."""
+    seen: list[Any] = []
+    monkeypatch.setitem(SKILLS, Listen.name, Listen(seen))
+    return seen
+
+
+def test_a_third_skill_is_warm_before_its_grant_is_answered(
+    listened: list[Any], tmp_path: Path
+) -> None:
+    database = WalletDatabase(tmp_path / "wallet.sqlite3")
+    shim = WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database))
+    manifest = copy.deepcopy(GEO_MANIFEST)
+    manifest["skills"]["test.listen"] = {"required": False}
+    summary = asyncio.run(shim.grant_when_warm(
+        "https://geo.example.org", manifest, grant(skills=["test.listen"])))  # fmt: skip
+    assert summary["skills"] == ["test.listen"] and listened == ["warm_up"]
+    asyncio.run(shim.grant_when_warm(
+        "https://geo.example.org", manifest, grant(skills=["text.generate"])))  # fmt: skip
+    assert listened == ["warm_up"], "warmed for a grant without it"
+
+
+def test_a_third_skill_says_itself_whether_it_fits_a_manifest(listened: list[Any]) -> None:
+    engine = SkillEngine(None)
+    fits = {"test.listen": {"ok": True}, "text.generate": {}, "no.such": {}}
+    assert asyncio.run(fitting_skills(engine, {"skills": fits})) == {"test.listen"}
+    unfit = {"test.listen": {"ok": False}}
+    assert asyncio.run(fitting_skills(engine, {"skills": unfit})) == set()
+
+
+def test_the_metrics_count_the_audio_a_third_skill_declares(listened: list[Any]) -> None:
+    metrics = EngineMetrics()
+    engine = SkillEngine(None, on_call=metrics.record_call)
+    asyncio.run(engine.call("test.listen", {"text": "hello"}))
+    asyncio.run(engine.call("text.generate", {}))  # refused; it carries no audio
+    assert metrics.registry.get_sample_value("byoa_audio_seconds_total") == 2.5
+    calls = metrics.registry.get_sample_value(
+        "byoa_calls_total", {"skill": "test.listen", "outcome": "ok"}
+    )
+    assert calls == 1

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
 from byoa_skills.pool import WorkerPool
@@ -66,13 +63,11 @@ class EngineMetrics:
         if kind == "worker-restart":
             self.worker_restarts.labels(reason=str(value)).inc()
 
-    def record_call(
-        self, skill: str, outcome: str, seconds: float, measured: Mapping[str, Any]
-    ) -> None:
-        """Count one answered call, and the seconds of audio it carried (``clipSeconds``)."""
+    def record_call(self, skill: str, outcome: str, seconds: float, audio_seconds: float) -> None:
+        """Count one answered call, and the seconds of audio it carried (what its skill
+        measures as audio; see :data:`~byoa_skills.skills.CallHook`)."""
         self.calls.labels(skill=skill, outcome=outcome).inc()
         self.latency.labels(skill=skill).observe(seconds)
-        audio_seconds = measured.get("clipSeconds")
         if audio_seconds:
             self.audio_seconds.inc(audio_seconds)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from byoa_skills.models import ModelError, require_language
+from byoa_skills.models import ModelError, require_language, supports_language
 from byoa_skills.pool import CallFailure
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills.base import LOCAL_RECEIPT, CallResult, PreparedCall, Runtimes, Skill
@@ -24,6 +24,7 @@ class AudioTranscribe(Skill):
         "worker-crashed": 500,
         "transcribe-failed": 500,
     }
+    audio_measure: ClassVar[str] = "clipSeconds"
 
     def prepare(
         self, runtimes: Runtimes, skill_input: Any, params: dict[str, Any], deadline: float | None
@@ -44,6 +45,29 @@ class AudioTranscribe(Skill):
         return PreparedCall(
             self.name, params, deadline, measured={"clipSeconds": clip.seconds}, clip=clip
         )
+
+    async def fits(self, runtimes: Runtimes, entry: Any) -> bool:
+        """Whether a pool runs here with a model that knows one of the ``languages`` the
+        entry asks for (any model, when it names none)."""
+        pool = runtimes.pool
+        if pool is None or not pool.available:
+            return False
+        languages = entry.get("languages") if isinstance(entry, dict) else None
+        if not isinstance(languages, list) or not languages:
+            return True
+        try:
+            return any(
+                isinstance(code, str) and supports_language(pool.config.model_name, code)
+                for code in languages
+            )
+        except ModelError:  # a model outside the catalog: the workers know their own languages
+            return True
+
+    async def warm_up(self, runtimes: Runtimes) -> None:
+        """Return once the speech workers are warm, starting them if they were let go while
+        idle."""
+        if runtimes.pool is not None:
+            await runtimes.pool.warm_up()
 
     async def run(
         self, runtimes: Runtimes, call: PreparedCall, on_chunk: ChunkHook | None

@@ -1,6 +1,7 @@
 """What every skill shares: the call as checked (:class:`PreparedCall`), its answer
 (:class:`CallResult`), the runtimes a skill runs on, and :class:`Skill`, what a skill declares
-once: its input check, what the gate measures, its pricing, its codes and their HTTP status.
+once: its input check, what the gate measures, its pricing, its codes and their HTTP status,
+what it runs on (to warm it, and to say whether a site's manifest can be served).
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ class Skill(ABC):
     statuses: ClassVar[Mapping[str, int]] = {}
     #: Whether the grant's ``models`` block applies to this skill's calls.
     uses_models: ClassVar[bool] = False
+    #: The measurement (a key of :attr:`PreparedCall.measured`) that says how many seconds
+    #: of audio a call carried, counted in the metrics; None when its calls carry none.
+    audio_measure: ClassVar[str | None] = None
 
     @abstractmethod
     def prepare(
@@ -118,3 +122,13 @@ class Skill(ABC):
     def under_grant(self, call: PreparedCall, terms: GrantTerms) -> PreparedCall:
         """The call as a grant with these terms runs it (default: unchanged)."""
         return call
+
+    async def fits(self, runtimes: Runtimes, entry: Any) -> bool:
+        """Whether this engine can answer the skill now as a manifest's ``skills`` entry
+        (``entry``) asks for it (default: yes)."""
+        return True
+
+    async def warm_up(self, runtimes: Runtimes) -> None:
+        """Return once what the skill runs on is warm, so that a site's first call is as fast
+        as the next (default: nothing to warm)."""
+        return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("byoa_skills.calls")
 
-#: ``on_call(skill, outcome, seconds, measured)`` is told of every answered call.
-CallHook = Callable[[str, str, float, dict[str, Any]], None]
+#: ``on_call(skill, outcome, seconds, audio_seconds)`` is told of every answered call:
+#: ``audio_seconds`` is what the skill's :attr:`~byoa_skills.skills.base.Skill.audio_measure`
+#: measured of it (0 when it carries no audio).
+CallHook = Callable[[str, str, float, float], None]
 
 
 class SkillEngine:
@@ -59,11 +61,19 @@ class SkillEngine:
         if self.pool is not None:
             self.pool.wake()
 
-    async def warm_up(self) -> None:
-        """Return once the speech workers are warm, starting them if they were let go while
-        idle (at once when no speech runs here)."""
-        if self.pool is not None:
-            await self.pool.warm_up()
+    async def warm_up(self, skills: Iterable[str] | None = None) -> None:
+        """Return once what ``skills`` run on is warm (every skill's, when None), starting
+        the speech workers if they were let go while idle; names it does not know are
+        skipped."""
+        for name in SKILLS if skills is None else skills:
+            if name in SKILLS:
+                await SKILLS[name].warm_up(self.runtimes)
+
+    async def fits(self, skill: str, entry: Any) -> bool:
+        """Whether the engine can answer ``skill`` now as a manifest's ``skills`` entry asks
+        for it (False for a skill it does not know)."""
+        handler = SKILLS.get(skill) if isinstance(skill, str) else None
+        return handler is not None and await handler.fits(self.runtimes, entry)
 
     @property
     def ready(self) -> bool:
@@ -150,7 +160,9 @@ class SkillEngine:
         )
         log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, seconds * 1000, facts)
         if self._on_call:
-            self._on_call(name, outcome, seconds, result.measured)
+            measure = SKILLS[name].audio_measure if name in SKILLS else None
+            audio_seconds = result.measured.get(measure, 0) if measure else 0
+            self._on_call(name, outcome, seconds, float(audio_seconds or 0))
 
 
 def with_measurements(result: CallResult, call: PreparedCall) -> CallResult:

@@ -4,6 +4,7 @@ measures the messages' length in Unicode code points (``textChars``)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -20,6 +21,9 @@ MAX_ANSWER_TOKENS = 8192
 DEFAULT_ANSWER_TOKENS = 512
 #: The most alternative answers one call may ask for.
 MAX_CHOICES = 4
+#: How long the text sources are given to list their models when a manifest is fitted, in
+#: seconds, all together.
+SOURCE_CHECK_SECONDS = 5.0
 
 _ROLES = ("system", "user", "assistant")
 
@@ -100,6 +104,31 @@ class TextGenerate(Skill):
         if ceiling is not None and params.get("maxTokens") is None:
             params = {**params, "maxTokens": ceiling}
         return replace(call, model=model, params=params)
+
+    async def fits(self, runtimes: Runtimes, entry: Any) -> bool:
+        """Whether some text source answers, within :data:`SOURCE_CHECK_SECONDS`, with at
+        least one model."""
+        text = runtimes.text
+        if text is None:
+            return False
+        try:
+            sources = list(text.config().sources.values())
+        except TextFailure:
+            return False
+
+        async def offers(source: Any) -> bool:
+            try:
+                return bool(await text.list_models(source))
+            except TextFailure:
+                return False
+
+        try:
+            answers = await asyncio.wait_for(
+                asyncio.gather(*(offers(source) for source in sources)), SOURCE_CHECK_SECONDS
+            )
+        except asyncio.TimeoutError:
+            return False
+        return any(answers)
 
 
 def text_call(call: PreparedCall) -> TextCall:

@@ -83,12 +83,11 @@ class WalletShim:
         return built.summary()
 
     async def grant_when_warm(self, origin: Any, manifest: Any, grant: Any) -> dict[str, Any]:
-        """:meth:`create_grant`, answered once the speech workers are warm when the grant
-        holds ``audio.transcribe`` (they may have been let go while idle), so that the site's
-        first call is as fast as the next."""
+        """:meth:`create_grant`, answered once what the granted skills run on is warm (the
+        speech workers may have been let go while idle), so that the site's first call is as
+        fast as the next."""
         summary = self.create_grant(origin, manifest, grant)
-        if "audio.transcribe" in summary.get("skills", ()):
-            await self.engine.warm_up()
+        await self.engine.warm_up(summary["skills"])
         return summary
 
     def release_grant(self, grant_id: str) -> bool:
