@@ -12,6 +12,7 @@ the ones the docs show).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import shutil
@@ -19,19 +20,24 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import aiohttp
 import playwright.async_api as playwright
 import pytest
+from byoag_kit import host_of, new_code, running_platform
 from engine import TOKEN, Engine
 from fake_sources import OPENROUTER_KEY, openrouter_app, serving
-from grants import GEO_MANIFEST, grant
+from grants import GEO_MANIFEST, grant, in_seconds
 from sitekit import until, with_site
 from speech import SPEECH
+from test_wallet_codes import page_table
 from textkit import sources_file
 
+from byoa_skills.byoag import RegistrationStore, pair
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.serve.wallet.sessions import WalletSessions
 
@@ -236,7 +242,7 @@ def test_a_link_allowed_on_the_page_connects_transcribes_and_shows_in_activity(
     assert text is not None and "norway" in text.lower()
     assert shown[0].startswith("http://localhost:")
     assert shown[1] == GEO_MANIFEST["purpose"]["summary"]
-    assert cells[1:6] == ["call", taken["origin"], "audio.transcribe", "allowed", "ok"]
+    assert cells[1:6] == ["call", taken["origin"], "audio.transcribe", "allowed", "It worked. ok"]
 
 
 def test_a_declined_link_makes_no_contact_and_works_by_keyboard(wallet: Engine) -> None:
@@ -346,6 +352,7 @@ def test_a_budget_ask_is_shown_and_answered_while_the_call_waits(wallet: Engine)
     heading, reasons, (status, answer) = asyncio.run(main())
     assert heading == "quiz.example.org"
     assert "budget-exceeded" in reasons
+    assert page_table()["budget-exceeded"] in reasons  # the code's sentence beside it
     assert status == 200 and answer["ok"] and answer["output"]["text"], answer
 
 
@@ -684,3 +691,303 @@ def test_bidi_controls_and_invisible_characters_are_shown_never_applied(wallet: 
     assert "audio.transcribe in en, s⟨U+202E⟩k (required)" in seen["facts"]
     assert seen["raw"] is False
     assert "audio⟨U+202E⟩.transcribe" in row and "\u202e" not in row
+
+
+# -- a page a non-developer reads --------------------------------------------------------------
+
+#: The reader's time zone and language in these tests: not the machine's, so that a time shown
+#: in UTC, or in the machine's zone, is seen.
+READER_ZONE = "Asia/Tokyo"
+READER_LOCALE = "en-GB"
+#: Every word of every button shown, that the browser laid out on more than one line; and
+#: whether the page scrolls sideways.
+BROKEN_WORDS = r"""() => {
+  const broken = [];
+  for (const button of document.querySelectorAll('button')) {
+    if (!button.offsetParent) continue;
+    const walker = document.createTreeWalker(button, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.textContent.matchAll(/\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set([...range.getClientRects()].map((box) => Math.round(box.top)));
+        if (lines.size > 1) broken.push(button.textContent + ': ' + word[0]);
+      }
+    }
+    if (button.scrollWidth > button.clientWidth) broken.push(button.textContent + ': overflows');
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) {
+    broken.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px');
+  }
+  return broken;
+}"""
+
+
+#: A button squeezed to 3em that may break its words, added to the page, measured with
+#: :data:`BROKEN_WORDS`, then removed.
+SQUEEZED = (
+    "() => { const squeezed = document.createElement('button');"
+    " squeezed.textContent = 'Allow and decide on my own';"
+    " Object.assign(squeezed.style,"
+    " {width: '3em', whiteSpace: 'normal', overflowWrap: 'anywhere'});"
+    " document.querySelector('article.consent').append(squeezed);"
+    " const found = (" + BROKEN_WORDS + ")(); squeezed.remove(); return found; }"
+)
+
+
+@asynccontextmanager
+async def reading_page(
+    engine: Engine, width: int = 1100, clock: bool = False
+) -> AsyncIterator[Any]:
+    """The wallet page, signed in, in a browser set to :data:`READER_ZONE` and
+    :data:`READER_LOCALE` that lets the page use the clipboard; with ``clock``, the page's
+    clock is the test's to move (it starts at the real time)."""
+    async with browser() as launched:
+        context = await launched.new_context(
+            viewport={"width": width, "height": 850}, locale=READER_LOCALE,
+            timezone_id=READER_ZONE, permissions=["clipboard-read", "clipboard-write"],
+        )  # fmt: skip
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        if clock:
+            await page.clock.install()
+        await page.goto(await page_url(engine))
+        await page.wait_for_selector("body[data-ready=yes]")
+        yield page
+        assert errors == []
+
+
+async def granted(engine: Engine, origin: str, **changes: Any) -> str:
+    """A grant for ``origin`` made on the local API; its id."""
+    status, made = await api(engine, "POST", "/v1/grants",
+                             {"origin": origin, "manifest": GEO_MANIFEST,
+                              "grant": grant(**changes)})  # fmt: skip
+    assert status == 200, made
+    return str(made["grantId"])
+
+
+def entry_of(engine: Engine, kind: str, grant_id: str) -> dict[str, Any]:
+    """The activity entry of ``kind`` for ``grant_id``, as the engine wrote it."""
+
+    def found(entries: list[str]) -> bool:
+        return any(json.loads(e).get("grant") == grant_id and json.loads(e)["kind"] == kind
+                   for e in entries)  # fmt: skip
+
+    entries = [json.loads(e) for e in engine.activity_once(found)]
+    return next(e for e in entries if e.get("grant") == grant_id and e["kind"] == kind)
+
+
+async def tab_to(page: Any, target: Any, presses: int = 150) -> None:
+    """Press Tab until ``target`` has the focus: it is reached by the keyboard alone."""
+    for _ in range(presses):
+        await page.keyboard.press("Tab")
+        if await target.evaluate("node => node === document.activeElement"):
+            return
+    raise AssertionError("the keyboard never reached " + str(target))
+
+
+def test_times_read_as_a_person_reads_them_with_the_exact_time_on_focus(wallet: Engine) -> None:
+    origin = "https://times.example.org"
+
+    async def main() -> dict[str, Any]:
+        grant_id = await granted(wallet, origin, expiresAt=in_seconds(23.5 * 3600))
+        seen: dict[str, Any] = {"entry": entry_of(wallet, "grant", grant_id)}
+        async with reading_page(wallet, clock=True) as page:
+            await page.click("a[data-view=activity]")
+            row = page.locator("#activity-rows tr", has_text=origin).filter(has_text="grant")
+            time = row.first.locator("time.when")
+            await time.wait_for()
+            seen["ago"] = await time.locator(".ago").text_content()
+            seen["datetime"] = await time.get_attribute("datetime")
+            await tab_to(page, time)
+            tip = page.locator("#time-tip")
+            seen["tip on focus"] = await tip.text_content() if await tip.is_visible() else None
+            seen["read aloud"] = await time.text_content()
+            await page.keyboard.press("Escape")
+            seen["tip after Escape"] = await tip.is_visible()
+            await row.first.evaluate("row => { row.dataset.kept = 'yes'; }")
+            await page.clock.fast_forward("03:10")  # the page's clock, 3 min 10 s on
+            await page.wait_for_function(
+                "() => document.querySelector('#activity-rows tr[data-kept] .ago')"
+                ".textContent === '3 min ago'"
+            )  # the same row, aged in place
+            seen["kept"] = await row.first.get_attribute("data-kept")
+            await page.mouse.move(0, 0)
+            await time.hover()
+            seen["tip on hover"] = await tip.text_content() if await tip.is_visible() else None
+            await page.click("a[data-view=sites]")
+            expires = page.locator(f'tr[data-grant="{grant_id}"] time.when')
+            await expires.wait_for()
+            seen["expires"] = await expires.locator(".ago").text_content()
+            seen["relative"] = await page.evaluate("""() => {
+                const now = new Date(2026, 2, 10, 12, 0, 0).getTime();
+                const min = 60 * 1000, hour = 60 * min;
+                return [now - 10 * 1000, now - 150 * 1000, now - 3 * hour - 5 * min,
+                        new Date(2026, 2, 9, 9, 0, 0).getTime(),
+                        new Date(2026, 2, 7, 18, 0, 0).getTime(),
+                        now + 30 * 1000, now + 5 * min, now + 23 * hour + 30 * min]
+                  .map((at) => relativeTime(at, now));
+            }""")
+        return seen
+
+    seen = asyncio.run(main())
+    entry = seen["entry"]
+    local = datetime.fromisoformat(entry["time"].replace("Z", "+00:00")).astimezone(
+        ZoneInfo(READER_ZONE)
+    )
+    assert seen["ago"] == "just now"
+    assert seen["datetime"] == entry["time"]
+    tip = seen["tip on focus"]
+    assert tip is not None, "no exact time on keyboard focus"
+    for part in (
+        local.strftime("%A"),
+        local.strftime("%B"),
+        str(local.year),
+        local.strftime("%H:%M:%S"),
+    ):
+        assert part in tip, (part, tip)  # the full local date and time, in the reader's zone
+    assert tip in seen["read aloud"]  # and in the text a screen reader reads
+    assert seen["tip after Escape"] is False
+    assert seen["kept"] == "yes"
+    assert seen["tip on hover"] == tip
+    assert seen["expires"] == "in 23 h"
+    assert seen["relative"] == ["just now", "2 min ago", "3 h ago", "yesterday", "7 Mar 2026",
+                                "in a moment", "in 5 min", "in 23 h"]  # fmt: skip
+
+
+def test_an_outcome_code_has_its_sentence_beside_it_in_activity(wallet: Engine) -> None:
+    origin = "https://codes.example.org"
+
+    async def main() -> dict[str, Any]:
+        grant_id = await granted(wallet, origin, skills=["text.generate"],
+                                 models={"m1": "openrouter/fake/echo-1"})  # fmt: skip
+        call = {"grantId": grant_id, "params": {"model": "m9"},
+                "input": {"messages": [{"role": "user", "content": "hello"}]}}  # fmt: skip
+        status, answer = await api(wallet, "POST", "/v1/skills/text.generate", call)
+        assert (status, answer["code"]) == (403, "model-not-granted"), answer
+        async with reading_page(wallet) as page:
+            await page.click("a[data-view=activity]")
+            row = page.locator("#activity-rows tr", has_text=origin).filter(has_text="call")
+            outcome = row.first.locator(".outcome")
+            await outcome.wait_for()
+            return {
+                "sentence": await outcome.locator(".sentence").text_content(),
+                "code": await outcome.locator("code.code").text_content(),
+                "font": await outcome.locator("code.code").evaluate(
+                    "code => getComputedStyle(code).fontFamily"
+                ),
+                "unknown": await page.evaluate(
+                    "() => { const shown = describedCode('no-such-code-yet');"
+                    " return [shown.textContent, shown.querySelectorAll('.sentence').length]; }"
+                ),
+            }
+
+    seen = asyncio.run(main())
+    assert seen["sentence"] == page_table()["model-not-granted"]
+    assert seen["code"] == "model-not-granted"  # the code stays, to search for
+    assert "monospace" in seen["font"]
+    assert seen["unknown"] == ["no-such-code-yet", 0]  # a code the page does not know: alone
+
+
+def test_a_grant_id_is_shortened_and_copy_gives_the_whole_id(wallet: Engine) -> None:
+    origin = "https://copy.example.org"
+
+    async def main() -> dict[str, Any]:
+        grant_id = await granted(wallet, origin)
+        seen: dict[str, Any] = {"id": grant_id}
+        async with reading_page(wallet) as page:
+            card = await site_card(page, origin)
+            row = card.locator(f'tr[data-grant="{grant_id}"]')
+            await row.wait_for()
+            seen["shown"] = await row.locator("code.grant-id").text_content()
+            copy = row.get_by_role("button", name=f"Copy grant id {grant_id[:8]}…", exact=True)
+            await copy.click()
+            await page.wait_for_selector("#status:has-text('Copied')")
+            seen["clipboard"] = await page.evaluate("navigator.clipboard.readText()")
+            # where the browser will not copy: the whole id is shown and selected
+            await page.evaluate(
+                "() => { navigator.clipboard.writeText = () => Promise.reject(new Error('no')); }"
+            )
+            await copy.click()
+            await page.wait_for_selector("#status:has-text('Ctrl+C')")
+            seen["selected"] = await page.evaluate("String(window.getSelection())")
+            seen["shown whole"] = await row.locator("code.grant-id").text_content()
+            await page.click("a[data-view=activity]")
+            activity = page.locator("#activity-rows tr", has_text=origin).first
+            await activity.wait_for()
+            seen["in activity"] = await activity.locator("code.grant-id").text_content()
+            seen["copy in activity"] = await activity.get_by_role("button").get_attribute(
+                "data-copy"
+            )
+        return seen
+
+    seen = asyncio.run(main())
+    full = seen["id"]
+    assert len(full) > 9
+    assert seen["shown"] == full[:8] + "…"
+    assert seen["clipboard"] == full
+    assert seen["selected"] == full and seen["shown whole"] == full
+    assert seen["in activity"] == full[:8] + "…" and seen["copy in activity"] == full
+
+
+def test_no_word_is_broken_inside_a_button_at_360_px(wallet: Engine) -> None:
+    origin = "https://narrow.example.org"
+
+    async def main() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        broken: dict[str, list[str]] = {}
+        findings: dict[str, list[str]] = {}
+        await granted(wallet, origin)
+        async with reading_page(wallet, width=360) as page:
+            asked = page_request(wallet, "https://narrow-ask.example.org", GEO_MANIFEST)
+            card = page.locator("article.consent")
+            await card.wait_for()
+            broken["requests"] = await page.evaluate(BROKEN_WORDS)
+            broken["a squeezed button"] = await page.evaluate(SQUEEZED)  # the check sees one
+            findings["requests"] = await axe_findings(page)
+            await shot(page, "narrow")
+            await card.get_by_role("button", name="Decline").click()
+            await asked
+            for view in ("sites", "activity", "engine", "pairings"):
+                await page.click(f"a[data-view={view}]")
+                await page.wait_for_selector(f"#view-{view}:not([hidden])")
+                await asyncio.sleep(0.5)  # its data arrived
+                broken[view] = await page.evaluate(BROKEN_WORDS)
+                findings[view] = await axe_findings(page)
+        return broken, findings
+
+    broken, findings = asyncio.run(main())
+    views = ("requests", "sites", "activity", "engine", "pairings")
+    assert "Allow and decide on my own: decide" in broken.pop("a squeezed button")
+    assert broken == {view: [] for view in views}
+    assert findings == {view: [] for view in views}
+
+
+def test_the_pairings_view_shows_a_pairing_and_axe_finds_nothing(wallet: Engine) -> None:
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with running_platform() as platform:
+            store = RegistrationStore(wallet.home / "data" / "byoag")
+            paired = await pair(host_of(platform), new_code(platform), store=store)
+            async with reading_page(wallet) as page:
+                await page.click("a[data-view=pairings]")
+                row = page.locator("#pairings tr", has_text=paired.platform)
+                await row.wait_for()
+                seen["row"] = await row.locator("td").all_text_contents()
+                seen["ago"] = await row.locator("time.when .ago").text_content()
+                seen["datetime"] = await row.locator("time.when").get_attribute("datetime")
+                seen["findings"] = await axe_findings(page)
+                await shot(page, "pairings")
+                await page.get_by_role("button", name=f"Revoke {paired.platform}").click()
+                await page.wait_for_selector("#no-pairings:not([hidden])")
+                seen["left"] = [r.platform for r in store.list()]
+        seen["paired"] = paired
+        return seen
+
+    seen = asyncio.run(main())
+    paired = seen["paired"]
+    assert seen["row"][:3] == [paired.platform, "audio.transcribe, text.generate", paired.mode]
+    assert seen["ago"] == "just now" and seen["datetime"] == paired.paired_at
+    assert seen["findings"] == []
+    assert seen["left"] == []  # revoked from the page

@@ -61,6 +61,326 @@ function say(text) {
   document.getElementById('status').replaceChildren(visibleText(text));
 }
 
+// -- codes in words ------------------------------------------------------------------------
+// Every code the engine can record (an activity entry's outcome, a call consent's reasons, a
+// store problem, a text source's problem), with a short sentence a person reads. The page
+// shows the sentence beside the code, and the code itself stays, small, to search for it; a
+// code not in this table is shown alone. tests/test_wallet_codes.py checks that every code
+// the engine exports or the docs list is here.
+
+const CODE_SENTENCES = Object.freeze({
+  'ok': 'It worked.',
+  // the visitor's answer and the consents waiting
+  'declined': 'You declined.',
+  'no-answer': 'Nobody answered in time, so the wallet declined.',
+  'too-many-consents': 'Too many requests were already waiting for you, so this one was declined.',
+  'request-waiting': 'This site already has a request waiting for your answer.',
+  'ask-waiting': 'Another call of this site is already waiting for your answer.',
+  'asks-for-more': 'Without a click, the site asked for more than you had allowed it; it got nothing.',
+  'no-click': 'The page asked without you clicking anything, so you were not asked.',
+  'no-wallet-page': 'The wallet could not show you the request, so it was declined.',
+  'bad-decision': 'The link came with an answer the wallet does not know.',
+  'too-many-links': 'Too many links arrived at once; try again in a moment.',
+  'code-seen': 'This link was already used; the site has to make a new one.',
+  // the site's state
+  'site-paused': 'You paused this site.',
+  'site-blocked': 'You blocked this site.',
+  'site-unreadable': 'The wallet cannot read its list of sites, so every site is refused for now.',
+  'site-not-active': 'The site is paused or blocked, so the wallet did not connect it again.',
+  'origin-invalid': 'The site’s address is not one the wallet works with (it must start with https://).',
+  'not-this-origin': 'A page tried to use a grant that belongs to another site.',
+  // the grant and the rules of a call
+  'unknown-grant': 'The site used a grant that has ended or never existed.',
+  'grant-expired': 'The site’s grant has expired.',
+  'grant-invalid': 'The grant the site asked for breaks the rules.',
+  'manifest-invalid': 'The site’s description of what it wants breaks the rules.',
+  'manifest-too-large': 'The site’s description of what it wants is too long.',
+  'limit-invalid': 'One of the limits the site set is not a number the wallet accepts.',
+  'call-invalid': 'The call is not written the way the rules say.',
+  'state-invalid': 'The wallet’s record of this grant could not be read.',
+  'skill-not-declared': 'The site asked for something it had not said it would use.',
+  'skill-not-granted': 'The site asked for something you did not allow.',
+  'clip-too-long': 'The recording is longer than you allowed.',
+  'text-too-long': 'The text is longer than allowed.',
+  'rate-exceeded': 'The site made more calls a minute than you allowed.',
+  'too-many-parallel-calls': 'The site ran more calls at once than you allowed.',
+  'too-many-pending-calls': 'The site sent calls faster than it read the answers.',
+  'budget-exceeded': 'This call would spend more than the site’s budget for the session.',
+  'call-cost-high': 'This call costs more than the level you asked to be warned at.',
+  'spend-high': 'The site’s spending would pass the level you asked to be warned at.',
+  'currency-mismatch': 'The cost is in another currency than the budget.',
+  'text-sent': 'This call sends your text, and you asked to be warned of that.',
+  'not-local': 'This call would leave your computer, and the site promised it would not.',
+  'answer-tokens-exceeded': 'The site asked for a longer answer than you allowed.',
+  'model-not-granted': 'The site asked for a model you did not tick.',
+  'purpose-doubt': 'This call may not fit the purpose the site gave.',
+  'purpose-judge-error': 'The purpose check failed, so you are asked.',
+  // the engine
+  'unknown-skill': 'The wallet does not know this skill.',
+  'skill-unavailable': 'This computer cannot do this now: no model for it is running.',
+  'engine-not-ready': 'The speech model was still starting.',
+  'not-ready': 'The speech model is still loading.',
+  'no-fitting-model': 'No model on this computer can do what the site requires.',
+  'queue-full': 'The computer was busy with other calls; try again shortly.',
+  'deadline-exceeded': 'It took too long, so it was stopped.',
+  'worker-crashed': 'The speech model stopped while working; it was restarted.',
+  'transcribe-failed': 'The speech model could not transcribe this recording.',
+  'call-failed': 'The call failed.',
+  'shutting-down': 'The wallet was shutting down.',
+  'unsupported-language': 'The model cannot transcribe that language.',
+  'unsupported-option': 'This option does not work with this model.',
+  'bad-params': 'The call’s settings are wrong.',
+  'bad-request': 'The request is not written the way the wallet reads it.',
+  'not-json': 'The message is not data the wallet can read.',
+  'message-too-large': 'The message is too large.',
+  'unauthorized': 'The program did not have the wallet’s key.',
+  'forbidden-host': 'The request used an address the wallet does not answer to.',
+  'forbidden-origin': 'A page from another address tried to reach the wallet.',
+  'no-session': 'The wallet page is not signed in.',
+  'not-registered': 'This platform is not paired with the wallet.',
+  'outside-registration-scope': 'The platform asked for something its pairing does not allow.',
+  // text
+  'bad-messages': 'The text sent is not a list of messages.',
+  'unknown-role': 'A message is not from the system, the user or the assistant.',
+  'max-tokens-over-limit': 'The site asked for a longer answer than the wallet gives.',
+  'model-required': 'The call names no model, and no default model is set.',
+  'unknown-source': 'The model’s source is not one of your text sources.',
+  'unknown-model': 'That model is not available here.',
+  'source-down': 'Your text source did not answer.',
+  'upstream-refused': 'Your text source refused the request (a missing key, for one).',
+  'upstream-failed': 'Your text source failed.',
+  'upstream-malformed': 'Your text source answered something the wallet cannot read.',
+  'upstream-error': 'Your text source reported an error in the middle of its answer.',
+  'model-mismatch': 'Another model answered than the one asked for, so the answer was dropped.',
+  // recordings
+  'missing-file': 'No recording was sent.',
+  'file-too-large': 'The file is larger than the wallet takes.',
+  'audio-too-long': 'The recording is longer than the wallet takes.',
+  'audio-undecodable': 'The file cannot be read as sound.',
+  'client-gone': 'The program left before the answer was ready.',
+  // audio clips (WAV)
+  'bad-input': 'The call did not carry a recording the way the rules say.',
+  'wrong-mime': 'The recording is not a WAV file.',
+  'too-large': 'The recording is larger than the limit allows.',
+  'bad-base64': 'The recording’s encoding is broken.',
+  'not-riff': 'The recording is not a WAV file.',
+  'not-wave': 'The recording is not a WAV file.',
+  'truncated': 'The recording is cut short.',
+  'trailing-bytes': 'The recording has extra data at its end.',
+  'duplicate-chunk': 'The recording’s file is malformed (a part appears twice).',
+  'missing-fmt': 'The recording does not say its format.',
+  'bad-fmt': 'The recording’s format description is malformed.',
+  'not-pcm': 'The recording is compressed; plain PCM sound is needed.',
+  'not-mono': 'The recording has more than one channel; mono is needed.',
+  'wrong-rate': 'The recording is not sampled at 16,000 Hz.',
+  'wrong-bits': 'The recording is not 16-bit.',
+  'bad-block-align': 'The recording’s format description is inconsistent.',
+  'bad-byte-rate': 'The recording’s format description is inconsistent.',
+  'missing-data': 'The recording holds no sound part.',
+  'data-before-fmt': 'The recording’s parts are in the wrong order.',
+  'partial-frame': 'The recording ends in the middle of a sample.',
+  'empty': 'The recording is empty.',
+  'too-long': 'The recording is longer than the limit allows.',
+  // links and the direct link
+  'link-too-long': 'The link is too long.',
+  'not-a-link': 'This is not a wallet link.',
+  'has-fragment': 'The link holds a # part that it must not.',
+  'repeated-parameter': 'The link names a part twice.',
+  'wrong-version': 'The link is for another version of the wallet.',
+  'unknown-parameter': 'The link holds a part the wallet does not know.',
+  'missing-parameter': 'The link is missing a part.',
+  'endpoint-not-wss': 'The site’s address in the link is not a secure one (wss://).',
+  'endpoint-invalid': 'The site’s address in the link cannot be read.',
+  'endpoint-ip-address': 'The link points to a bare numeric address, not a site’s name.',
+  'endpoint-local-name': 'The link points to a name on your own network, not a site.',
+  'endpoint-single-label': 'The link points to a name that is not a full site name.',
+  'endpoint-private-address': 'The site’s name leads to an address on your own network, so the wallet did not connect.',
+  'manifest-not-base64url': 'The site’s description in the link is not encoded the way the rules say.',
+  'manifest-not-json': 'The site’s description in the link cannot be read.',
+  'manifest-not-object': 'The site’s description in the link is not a description.',
+  'session-invalid': 'The link’s one-time code is malformed.',
+  'bye': 'The connection ended.',
+  'dropped': 'The connection to the site was lost.',
+  'malformed': 'The site sent something the wallet cannot read, so it ended the connection.',
+  'not-reading': 'The site stopped reading the answers, so the wallet ended the connection.',
+  'bad-session': 'The site did not know the link’s one-time code.',
+  'manifest-mismatch': 'The site changed its description after you allowed it, so the wallet left.',
+  'grant-released': 'The grant was released, so the connection ended.',
+  // the wallet's store
+  'store-unsafe': 'The wallet’s data file or folder could have been changed by someone else.',
+  'store-damaged': 'The wallet’s data file is damaged.',
+  'store-too-new': 'A newer version of the wallet wrote its data file.',
+  'store-read-only': 'The wallet cannot write to its data folder.',
+  'store-full': 'The disk is full.',
+  'store-unreadable': 'The wallet cannot read its data file.',
+});
+
+// ``code``'s sentence, or '' for a code the table does not hold.
+function codeSentence(code) {
+  return typeof code === 'string' && Object.hasOwn(CODE_SENTENCES, code) ? CODE_SENTENCES[code] : '';
+}
+
+// A code as a person reads it: its sentence, the engine's own words about this case
+// (``detail``) if any, then the code itself, small and in monospace.
+function describedCode(code, detail) {
+  const box = el('span', { className: 'outcome' });
+  const sentence = codeSentence(code);
+  if (sentence) box.append(el('span', { className: 'sentence', text: sentence }), ' ');
+  if (detail) box.append(el('span', { className: 'detail', text: detail }), ' ');
+  box.append(el('code', { className: 'code', text: code }));
+  return box;
+}
+
+// -- times as a person reads them ----------------------------------------------------------
+// A time reads "just now", "2 min ago", "3 h ago", "yesterday" or a date ("in 23 h" ahead),
+// with the exact local date and time in a tooltip on hover and on keyboard focus, and in the
+// text a screen reader reads. Each time ages in place every 30 s.
+
+const MINUTE_MS = 60 * 1000;
+const HOUR_MS = 60 * MINUTE_MS;
+const TIME_REFRESH_MS = 30 * 1000;
+const DAY_FORMAT = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', year: 'numeric' });
+const EXACT_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'medium' });
+
+function localDay(ms) {
+  const date = new Date(ms);
+  return Math.round(Date.UTC(date.getFullYear(), date.getMonth(), date.getDate()) / (24 * HOUR_MS));
+}
+
+// ``at`` (milliseconds) as a person says it, seen from ``now``.
+function relativeTime(at, now = Date.now()) {
+  const ahead = at - now;
+  if (Math.abs(ahead) < 45 * 1000) return ahead > 0 ? 'in a moment' : 'just now';
+  if (ahead > 0) {
+    if (ahead < HOUR_MS) return 'in ' + Math.max(1, Math.floor(ahead / MINUTE_MS)) + ' min';
+    if (ahead < 48 * HOUR_MS) return 'in ' + Math.floor(ahead / HOUR_MS) + ' h';
+    return 'on ' + DAY_FORMAT.format(at);
+  }
+  const ago = -ahead;
+  if (ago < HOUR_MS) return Math.max(1, Math.floor(ago / MINUTE_MS)) + ' min ago';
+  const days = localDay(now) - localDay(at);
+  if (days === 0 || ago < 6 * HOUR_MS) return Math.floor(ago / HOUR_MS) + ' h ago';
+  if (days === 1) return 'yesterday';
+  return DAY_FORMAT.format(at);
+}
+
+function exactTime(at) {
+  return EXACT_FORMAT.format(at);
+}
+
+// A focusable <time> for ``value`` (RFC 3339 text or milliseconds); ``value`` as text when it
+// is not a time.
+function timeEl(value) {
+  const at = typeof value === 'number' ? value : Date.parse(value);
+  if (!Number.isFinite(at)) return el('span', { text: value === undefined || value === null || value === '' ? '-' : value });
+  const exact = exactTime(at);
+  return el('time', { className: 'when', datetime: typeof value === 'number' ? new Date(at).toISOString() : value,
+    tabindex: '0', 'data-at': at, 'data-exact': exact },
+  el('span', { className: 'ago', text: relativeTime(at) }),
+  el('span', { className: 'exact', text: ' (' + exact + ')' }));
+}
+
+function refreshTimes() {
+  const now = Date.now();
+  for (const time of document.querySelectorAll('time.when[data-at]')) {
+    const ago = time.querySelector('.ago');
+    const text = relativeTime(Number(time.dataset.at), now);
+    if (ago && ago.textContent !== text) ago.textContent = text;
+  }
+}
+
+// One tooltip for every time, placed beside the time it tells (fixed, so that a table that
+// scrolls sideways never clips it); Escape closes it.
+let tipFor = null;
+
+function showTip(time) {
+  const tip = document.getElementById('time-tip');
+  tipFor = time;
+  tip.textContent = time.dataset.exact;
+  tip.hidden = false;
+  const box = time.getBoundingClientRect();
+  const left = Math.max(4, Math.min(box.left, window.innerWidth - tip.offsetWidth - 4));
+  const below = box.bottom + 6 + tip.offsetHeight <= window.innerHeight;
+  tip.style.left = left + 'px';
+  tip.style.top = (below ? box.bottom + 6 : Math.max(4, box.top - tip.offsetHeight - 6)) + 'px';
+}
+
+function hideTip() {
+  tipFor = null;
+  document.getElementById('time-tip').hidden = true;
+}
+
+function timeAt(target) {
+  return target instanceof Element ? target.closest('time.when') : null;
+}
+
+document.addEventListener('focusin', (event) => {
+  const time = timeAt(event.target);
+  if (time) showTip(time);
+  else hideTip();
+});
+document.addEventListener('focusout', (event) => {
+  if (timeAt(event.target) === tipFor) hideTip();
+});
+document.addEventListener('mouseover', (event) => {
+  const time = timeAt(event.target);
+  if (time && time !== tipFor) showTip(time);
+});
+document.addEventListener('mouseout', (event) => {
+  const time = timeAt(event.target);
+  const into = event.relatedTarget;
+  if (!time || time !== tipFor || time === document.activeElement) return;
+  if (into instanceof Node && (time.contains(into) || document.getElementById('time-tip').contains(into))) return;
+  hideTip();
+});
+document.getElementById('time-tip').addEventListener('mouseleave', () => {
+  if (tipFor && tipFor !== document.activeElement) hideTip();
+});
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && tipFor) hideTip();
+});
+window.addEventListener('scroll', () => { if (tipFor) showTip(tipFor); }, true);
+window.addEventListener('resize', () => { if (tipFor) showTip(tipFor); });
+
+// -- grant ids -----------------------------------------------------------------------------
+// A grant id is shown by its first 8 characters; Copy puts the whole id on the clipboard, or,
+// where the browser will not, shows it whole and selects it for Ctrl+C.
+
+function shortId(id) {
+  return id.length > 8 ? id.slice(0, 8) + '…' : id;
+}
+
+function grantIdEl(id) {
+  if (!id) return el('span', { text: '-' });
+  const shown = el('code', { className: 'grant-id', title: id, text: shortId(id) });
+  const copy = el('button', { type: 'button', className: 'copy', 'data-copy': id,
+    'aria-label': 'Copy grant id ' + shortId(id), onclick: () => copyId(copy, shown) }, 'Copy');
+  return el('span', { className: 'id-copy' }, shown, ' ', copy);
+}
+
+async function copyId(button, shown) {
+  const full = button.dataset.copy;
+  try {
+    if (!navigator.clipboard || !window.isSecureContext) throw new Error('no clipboard');
+    await navigator.clipboard.writeText(full);
+    say('Copied the grant id ' + full + '.');
+  } catch (error) {
+    shown.textContent = full;
+    const range = document.createRange();
+    range.selectNodeContents(shown);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    say('The grant id ' + full + ' is selected: press Ctrl+C to copy it.');
+  }
+}
+
+// A table that scrolls sideways inside its own box on a narrow screen (the page never does),
+// reachable by keyboard.
+function scrolling(table, label) {
+  return el('div', { className: 'table-scroll', role: 'region', tabindex: '0', 'aria-label': label }, table);
+}
+
 async function api(path, options = {}) {
   const init = { method: options.method || 'GET', credentials: 'same-origin', headers: {} };
   if (options.body !== undefined) {
@@ -149,9 +469,10 @@ function consentCard(consent) {
   if (consent.kind === 'call') {
     card.append(el('p', { text: 'wants a call that goes beyond what you allowed:' }));
     const reasons = el('ul');
-    for (const reason of view.reasons || []) reasons.append(el('li', { text: reason.message + ' (' + reason.code + ')' }));
+    for (const reason of view.reasons || []) reasons.append(el('li', {}, describedCode(reason.code, reason.message)));
     const measured = Object.entries(view.measured || {}).map(([k, v]) => k + ' ' + v).join(', ');
-    card.append(facts([['Skill', view.skill], ['Measured', measured], ['Estimated cost', view.estimatedCost]]), reasons);
+    card.append(facts([['Skill', view.skill], ['Measured', measured], ['Estimated cost', view.estimatedCost],
+      ['Asked', consent.createdMs ? timeEl(consent.createdMs) : '']]), reasons);
   } else {
     card.append(el('p', { text: 'asks to use your AI for:' }));
     card.append(el('blockquote', { className: 'purpose', dir: 'auto', text: view.purpose || '(no purpose given)' }));
@@ -167,6 +488,7 @@ function consentCard(consent) {
       ['Limits', limitsText(view.limits)],
       ['Privacy', view.privacy],
       ['Expected cost', cost],
+      ['Asked', consent.createdMs ? timeEl(consent.createdMs) : ''],
     ]));
   }
   card.append(el('p', { className: 'timer', 'data-expires': consent.expiresMs }));
@@ -214,7 +536,8 @@ function siteCard(site) {
   card.append(heading, ...below);
   card.append(facts([
     ['State', el('span', { className: 'state state-' + site.state, text: site.state })],
-    ['First seen', site.firstSeen], ['Last seen', site.lastSeen], ['Note', site.note],
+    ['First seen', site.firstSeen ? timeEl(site.firstSeen) : ''],
+    ['Last seen', site.lastSeen ? timeEl(site.lastSeen) : ''], ['Note', site.note],
   ]));
   const toggleId = titleId + '-own';
   const toggle = el('input', { type: 'checkbox', id: toggleId, checked: site.decideOnMyOwn,
@@ -237,9 +560,9 @@ function grantsTable(site) {
   for (const grant of site.grants) {
     const record = grant.record || {};
     rows.append(el('tr', { 'data-grant': grant.grantId },
-      el('td', { text: grant.grantId.slice(0, 8) + '…' }),
+      el('td', {}, grantIdEl(grant.grantId)),
       el('td', { text: (grant.skills || []).join(', ') }),
-      el('td', { text: grant.expiresAt }),
+      el('td', {}, timeEl(grant.expiresAt)),
       el('td', { text: limitsText(grant.limits) }),
       el('td', { text: String(record.calls ?? 0) }),
       el('td', { text: String(record.inFlight ?? 0) }),
@@ -249,7 +572,8 @@ function grantsTable(site) {
   }
   const head = el('tr', {}, ...['Grant', 'Skills', 'Expires', 'Limits in force', 'Calls', 'In flight', 'Spent', 'Action']
     .map((name) => el('th', { scope: 'col', text: name })));
-  return el('table', {}, el('caption', { text: 'Grants of ' + site.origin }), el('thead', {}, head), rows);
+  return scrolling(el('table', {}, el('caption', { text: 'Grants of ' + site.origin }), el('thead', {}, head), rows),
+    'Grants of ' + site.origin);
 }
 
 async function siteAction(origin, action, on) {
@@ -287,11 +611,12 @@ function activityRow(entry, fresh) {
   let measured = '';
   if (entry.clipSeconds !== undefined) measured = entry.clipSeconds + ' s';
   else if (entry.textChars !== undefined) measured = entry.textChars + ' chars';
-  const row = el('tr', { className: fresh ? 'new' : '' },
-    ...[entry.time, entry.kind, entry.origin, entry.skill, entry.decision, entry.outcome, measured,
-      entry.latencyMs !== undefined ? entry.latencyMs + ' ms' : '', entry.cost]
-      .map((value) => el('td', { text: value === undefined || value === null || value === '' ? '-' : value })));
-  return row;
+  const cell = (value) => (value instanceof Node ? el('td', {}, value)
+    : el('td', { text: value === undefined || value === null || value === '' ? '-' : value }));
+  return el('tr', { className: fresh ? 'new' : '' },
+    ...[timeEl(entry.time), entry.kind, entry.origin, entry.skill, entry.decision,
+      entry.outcome ? describedCode(entry.outcome) : '', measured,
+      entry.latencyMs !== undefined ? entry.latencyMs + ' ms' : '', entry.cost, grantIdEl(entry.grant)].map(cell));
 }
 
 async function loadActivity(older) {
@@ -356,11 +681,18 @@ async function loadEngine() {
     rows.append(el('tr', {},
       el('td', { text: source.name }), el('td', { text: source.kind || '-' }),
       el('td', {}, el('span', { className: source.up ? 'up' : 'down', text: source.up ? 'up' : 'down' })),
-      el('td', { text: source.up ? String(source.models) : (source.problem || '-') })));
+      el('td', {}, source.up ? String(source.models) : sourceProblem(source.problem))));
   }
   const head = el('tr', {}, ...['Source', 'Kind', 'State', 'Models or problem'].map((name) => el('th', { scope: 'col', text: name })));
   box.append(el('h3', { text: 'Text sources' }),
-    el('table', {}, el('caption', { text: 'Text sources' }), el('thead', {}, head), rows));
+    scrolling(el('table', {}, el('caption', { text: 'Text sources' }), el('thead', {}, head), rows), 'Text sources'));
+}
+
+// A text source's problem, ``code: what happened``, with the code's sentence.
+function sourceProblem(problem) {
+  const parts = /^([a-z0-9-]+): (.*)$/s.exec(problem || '');
+  if (!parts) return el('span', { text: problem || '-' });
+  return describedCode(parts[1], parts[2]);
 }
 
 async function loadPairings() {
@@ -374,12 +706,13 @@ async function loadPairings() {
   for (const pairing of pairings) {
     rows.append(el('tr', {},
       el('td', { text: pairing.platform }), el('td', { text: (pairing.scope || []).join(', ') }),
-      el('td', { text: pairing.mode }), el('td', { text: pairing.paired_at }),
+      el('td', { text: pairing.mode }), el('td', {}, timeEl(pairing.paired_at)),
       el('td', {}, el('button', { type: 'button', className: 'danger', text: 'Revoke',
         'aria-label': 'Revoke ' + pairing.platform, onclick: () => revokePairing(pairing.platform) }))));
   }
   const head = el('tr', {}, ...['Platform', 'Scope', 'Mode', 'Paired', 'Action'].map((name) => el('th', { scope: 'col', text: name })));
-  box.append(el('table', {}, el('caption', { text: 'Paired platforms' }), el('thead', {}, head), rows));
+  box.append(scrolling(el('table', {}, el('caption', { text: 'Paired platforms' }), el('thead', {}, head), rows),
+    'Paired platforms'));
 }
 
 async function revokePairing(platform) {
@@ -426,31 +759,39 @@ function connectLive() {
 
 const STORE_POLL_MS = 5000;
 
-function storeBannerText(store) {
-  if (!store || store.ok) return '';
-  const lines = [];
+// The banner's content (nodes), or null when the store is well and nothing waits.
+function storeBanner(store) {
+  if (!store || store.ok) return null;
+  const parts = [];
   if (store.code) {
-    lines.push('The wallet\'s store has a problem (' + store.code + '): ' + store.message + '.');
-    if (store.code !== 'store-full') lines.push('Every site is refused until it is fixed; your own calls work.');
+    const message = String(store.message || '');
+    parts.push(describedCode(store.code, message && !/[.!?]$/.test(message) ? message + '.' : message));
+    if (store.code !== 'store-full') parts.push(' Every site is refused until it is fixed; your own calls work.');
   }
   const waiting = store.pendingChanges || 0;
   if (waiting) {
-    lines.push(waiting + (waiting === 1 ? ' change' : ' changes') + ' to your sites (pause, block) '
+    parts.push(' ' + waiting + (waiting === 1 ? ' change' : ' changes') + ' to your sites (pause, block) '
       + (waiting === 1 ? 'is' : 'are') + ' in force now but not yet written: '
       + (waiting === 1 ? 'it is' : 'they are') + ' written as soon as the store takes '
       + (waiting === 1 ? 'it' : 'them') + '.');
   }
-  return lines.join(' ');
+  return parts.length ? parts : null;
 }
+
+let storeShown = '';
 
 async function refreshStoreBanner() {
   try {
     if (signedIn) {
       const { status, body } = await api('engine?only=store');
       const banner = document.getElementById('store-banner');
-      const text = status === 200 ? storeBannerText(body.store) : '';
-      banner.textContent = text;
-      banner.hidden = !text;
+      const parts = status === 200 ? storeBanner(body.store) : null;
+      const key = parts ? JSON.stringify(body.store) : '';
+      if (key !== storeShown) {  // the alert is told again only when it changes
+        storeShown = key;
+        banner.replaceChildren(...(parts || []));
+        banner.hidden = !parts;
+      }
     }
   } finally {
     setTimeout(refreshStoreBanner, STORE_POLL_MS);
@@ -487,4 +828,5 @@ window.addEventListener('hashchange', () => {
   document.getElementById('main').focus();
 });
 setInterval(tick, 1000);
+setInterval(refreshTimes, TIME_REFRESH_MS);
 start();
