@@ -882,6 +882,14 @@ def test_an_outcome_code_has_its_sentence_beside_it_in_activity(wallet: Engine) 
                     "() => { const shown = describedCode('no-such-code-yet');"
                     " return [shown.textContent, shown.querySelectorAll('.sentence').length]; }"
                 ),
+                "source problem": await page.evaluate(
+                    "() => sourceProblem('source-down: no answer in 1.5 s').textContent"
+                ),
+                "store problem": await page.evaluate(
+                    "() => { const box = document.createElement('p');"
+                    " box.append(...storeBanner({ok: false, code: 'store-full',"
+                    " message: 'the disk is full'})); return box.textContent; }"
+                ),
             }
 
     seen = asyncio.run(main())
@@ -889,6 +897,9 @@ def test_an_outcome_code_has_its_sentence_beside_it_in_activity(wallet: Engine) 
     assert seen["code"] == "model-not-granted"  # the code stays, to search for
     assert "monospace" in seen["font"]
     assert seen["unknown"] == ["no-such-code-yet", 0]  # a code the page does not know: alone
+    table = page_table()
+    assert seen["source problem"] == f"{table['source-down']} no answer in 1.5 s source-down"
+    assert seen["store problem"] == f"{table['store-full']} the disk is full. store-full"
 
 
 def test_a_grant_id_is_shortened_and_copy_gives_the_whole_id(wallet: Engine) -> None:
