@@ -109,6 +109,9 @@ def test_the_difference_shows_only_what_is_more() -> None:
     assert shown["skills"]["text.generate"] == {"required": False}
     assert shown["purpose"]["limits"] == {"maxCallsPerMinute": 60}
     assert "expectedCost" not in shown  # not more than allowed
+    first = difference_manifest(SPEECH, more_than(None, SPEECH))
+    assert first["purpose"]["limits"] == SPEECH["purpose"]["limits"], "a first consent shows all"
+    assert first["expectedCost"] == SPEECH["expectedCost"]
 
 
 def test_a_manifest_is_checked_on_the_reference_rules_and_the_wallets_own() -> None:
@@ -280,7 +283,9 @@ def test_decide_on_my_own_comes_back_for_as_much_never_for_more(wallet: Engine) 
         seen: dict[str, Any] = {}
         async with visitor(wallet) as page:
             asking = asyncio.create_task(page_request(wallet, origin, SPEECH, True))
-            await page.answer(await page.next_consent(origin), "decide-on-my-own")
+            consent = await page.next_consent(origin)
+            seen["first view"] = consent["view"]
+            await page.answer(consent, "decide-on-my-own")
             seen["first"] = await asking
             seen["same, no click"] = await page_request(wallet, origin, SPEECH, False)
             bigger = changed(expectedCost={"perSession": "5 USD"})
@@ -298,6 +303,8 @@ def test_decide_on_my_own_comes_back_for_as_much_never_for_more(wallet: Engine) 
 
     seen = asyncio.run(main())
     assert seen["first"] is not None and seen["same, no click"] is not None
+    assert seen["first view"]["limits"] == SPEECH["purpose"]["limits"]
+    assert seen["first view"]["cost"] == SPEECH["expectedCost"]
     assert seen["budget, no click"] is None, "more budget without a consent"
     assert seen["waiting after"] == [], "no consent without a click"
     assert seen["language, no click"] is None, "a new language without a consent"

@@ -129,6 +129,8 @@ class More:
     budget: str | None = None
     #: The privacy class, when it is not one allowed.
     privacy: str | None = None
+    #: Whether nothing was allowed before: then the whole manifest is new.
+    first: bool = False
 
     def __bool__(self) -> bool:
         return bool(
@@ -157,6 +159,7 @@ def manifest_problems(manifest: Any) -> list[dict[str, str]]:
 
 def more_than(scope: Scope | None, manifest: dict[str, Any]) -> More:
     """What ``manifest`` asks for beyond ``scope`` (everything, when there is no scope)."""
+    first = scope is None
     if scope is None:
         scope = Scope()
     asked = Scope.of(manifest)
@@ -187,13 +190,17 @@ def more_than(scope: Scope | None, manifest: dict[str, Any]) -> More:
     return More(
         skills=tuple(sorted(skills)), languages=languages, models=tuple(sorted(models)),
         limits=limits, budget=budget, privacy=None if privacy in scope.privacy else privacy,
+        first=first,
     )  # fmt: skip
 
 
 def difference_manifest(manifest: dict[str, Any], more: More) -> dict[str, Any]:
     """``manifest`` cut to what :class:`More` names, for the consent to show: the purpose's
     summary and the privacy class as they are, the skills (or the new languages and models of
-    a skill) beyond the scope, the limits it loosens, and the cost only when it is more."""
+    a skill) beyond the scope, the limits it loosens, and the cost only when it is more.
+    When nothing was allowed before (:attr:`More.first`), that is the whole manifest."""
+    if more.first:
+        return manifest
     skills: dict[str, Any] = {}
     for name, entry in _skills(manifest).items():
         entry = entry if isinstance(entry, dict) else {}
