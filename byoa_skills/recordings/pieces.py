@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -207,11 +208,11 @@ class BlockCutter:
             held, held_from = held[keep - held_from :], keep
 
 
-def _speech(samples: np.ndarray, vad: object, offset: int) -> list[tuple[int, int]]:
+def _speech(samples: np.ndarray, vad: Any, offset: int) -> list[tuple[int, int]]:
     """The speech chunks of int16 ``samples`` (one VAD run), as samples from ``offset``."""
     from faster_whisper.vad import get_speech_timestamps
 
     audio = samples.astype(np.float32)
     audio *= np.float32(1.0 / 32768.0)
-    found = get_speech_timestamps(audio, vad)  # type: ignore[arg-type]
+    found = get_speech_timestamps(audio, vad)
     return [(offset + c["start"], offset + c["end"]) for c in found]
