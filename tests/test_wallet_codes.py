@@ -5,10 +5,10 @@ short plain sentence in the page's one table (``CODE_SENTENCES`` in
 have.
 
 The codes come from two places: the lists the engine exports (``byoa_skills.wav.CODES``,
-``byoa_skills.runtimes.text.CODES``, the store's problems, the shared refusal codes, the
-skills' and the pool's own, the frames', the recordings', the direct link's endings, the
-reference gate's reasons), and the docs' tables whose column is headed ``code`` or
-``outcome``.
+``byoa_skills.runtimes.text.CODES``, the store's problems, the one table of statuses (less
+the codes only a route answers), the pool's own, the frames', the recordings', the direct
+link's endings, the reference gate's reasons), and the docs' tables whose column is headed
+``code`` or ``outcome``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from byoa_skills.protocol import codes as protocol_codes
 from byoa_skills.protocol import frames, serving
 from byoa_skills.recordings import CODES as RECORDING_CODES
 from byoa_skills.runtimes.text import CODES as TEXT_CODES
-from byoa_skills.skills.registry import SKILLS
 from byoa_skills.store.problems import STORE_CODES
 from byoa_skills.wav import CODES as WAV_CODES
 
@@ -72,10 +71,10 @@ def exported_codes() -> dict[str, set[str]]:
         "byoa_skills.wav.CODES": set(WAV_CODES),
         "byoa_skills.runtimes.text.CODES": set(TEXT_CODES),
         "byoa_skills.store.problems.STORE_CODES": set(STORE_CODES),
-        "byoa_skills.protocol.codes.HTTP_STATUS": set(protocol_codes.HTTP_STATUS),
+        "byoa_skills.protocol.codes.HTTP_STATUS": set(protocol_codes.HTTP_STATUS)
+        - protocol_codes.ROUTE_CODES,
         "byoa_skills.protocol.frames.CODES": set(frames.CODES),
         "byoa_skills.recordings.CODES": set(RECORDING_CODES),
-        "the skills' statuses": {code for skill in SKILLS.values() for code in skill.statuses},
         "the pool's failures": set(failures),
         "the direct link's endings": set(typing.get_args(serving.Ending))
         | {link_client.TOO_MANY_PENDING_CODE},

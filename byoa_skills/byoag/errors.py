@@ -7,6 +7,8 @@ about other accounts.
 
 from __future__ import annotations
 
+from byoa_skills.protocol.refusal import Refusal
+
 DISCOVERY_NOT_FOUND = "discovery_not_found"
 ISSUER_MISMATCH = "issuer_mismatch"
 UNSUPPORTED_VERSION = "unsupported_version"
@@ -35,13 +37,11 @@ PLATFORM_ERROR = "platform_error"
 CODES = (*BINDING_CODES, PLATFORM_ERROR)
 
 
-class ByoagError(Exception):
+class ByoagError(Refusal):
     """A refusal: ``code`` (one of :data:`CODES`), a one-line ``message``, and for the
     connector's own checks a kebab-case ``reason`` that says which check failed (e.g.
     ``redirect``, ``signature-invalid``), or None."""
 
     def __init__(self, code: str, message: str, *, reason: str | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.reason = reason

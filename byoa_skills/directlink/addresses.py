@@ -10,15 +10,17 @@ from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from byoa_skills.protocol.refusal import Refusal
 
-class AddressRefused(Exception):
+
+class AddressRefused(Refusal):
     """The endpoint's name resolves to nothing the wallet may connect to; ``unresolved`` when
     it resolves to nothing at all (which may pass), rather than to refused addresses."""
 
     code = "endpoint-private-address"
 
     def __init__(self, message: str, *, unresolved: bool = False) -> None:
-        super().__init__(message)
+        super().__init__(self.code, message, text=message)
         self.unresolved = unresolved
 
 

@@ -24,6 +24,8 @@ from urllib.parse import unquote
 
 from bringyourownagent import validate_manifest
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: The environment switch that also allows ``ws://localhost`` endpoints, for local tests.
 DEV_LOCAL_ENV = "BYOA_WALLET_DEV_LOCAL"
 
@@ -107,11 +109,8 @@ class LinkCheck:
         }
 
 
-class _Refused(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(code, message)
-        self.code = code
-        self.message = message
+class _Refused(Refusal):
+    """A link that fails a check: its code and message."""
 
 
 def check_link(link: str, *, dev_local: bool | None = None) -> LinkCheck:

@@ -13,6 +13,7 @@ import struct
 from typing import Any, BinaryIO
 
 from byoa_skills.protocol.frames import MAX_FRAME_BYTES, FrameError, read_json_object
+from byoa_skills.protocol.refusal import Refusal
 
 #: The most bytes in one message to the browser (Chromium's own limit).
 MAX_TO_BROWSER = 1024 * 1024
@@ -21,13 +22,11 @@ MAX_FROM_BROWSER = MAX_FRAME_BYTES
 _LENGTH = struct.Struct("=I")
 
 
-class FramingError(Exception):
+class FramingError(Refusal):
     """A message from the browser that cannot be read: ``code`` says why."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
 
 
 class MessageTooLarge(ValueError):

@@ -17,6 +17,7 @@ import sqlite3
 from typing import Any
 
 from byoa_skills.extension.fit import fitting_skills
+from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.origins import normalize_origin
 from byoa_skills.wallet_shim.allow import allow_grant
@@ -43,14 +44,13 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1")
 NO_CALL: dict[str, Any] = {"ok": False}
 
 
-class Refused(Exception):
+class Refused(Refusal):
     """A request that gets null; ``code`` is the reason kept in the activity log, with the
     codes of what it found (a manifest's problems, what a request asks for beyond its
     scope) in ``details``."""
 
     def __init__(self, code: str, details: list[str] | None = None) -> None:
-        super().__init__(code)
-        self.code = code
+        super().__init__(code, code, text=code)
         self.details = details or []
 
 

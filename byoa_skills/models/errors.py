@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: Every code a :class:`ModelError` can carry, with what it means. Stable: callers match on them.
 CODES: dict[str, str] = {
     "unknown-model": "the catalog has no model of that name",
@@ -15,14 +17,12 @@ CODES: dict[str, str] = {
 }
 
 
-class ModelError(Exception):
+class ModelError(Refusal):
     """A model that cannot be served: a stable kebab-case ``code``, the ``model`` name (when one
     was given) and a one-line ``message`` that says what to do about it."""
 
     def __init__(self, code: str, message: str, *, model: str | None = None) -> None:
         if code not in CODES:
             raise AssertionError(f"unknown model error code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.model = model

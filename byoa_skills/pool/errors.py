@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from byoa_skills.protocol.refusal import Refusal
 
 
-class CallFailure(Exception):
+class CallFailure(Refusal):
     """A call the pool could not answer with a transcript; ``code`` is stable, kebab-case."""
 
-    code: ClassVar[str] = "call-failed"
+    code: str = "call-failed"
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(self.code, message, text=message)
 
 
 class QueueFull(CallFailure):

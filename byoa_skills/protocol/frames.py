@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple, NoReturn
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: The largest frame, in UTF-8 bytes: the direct link's 4 MB.
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 #: The local API still reads a frame up to this size to answer it ``message-too-large``; a
@@ -264,14 +266,12 @@ _TYPES: dict[str, type[FrameBase]] = {
 FRAME_TYPES = tuple(_TYPES)
 
 
-class FrameError(ValueError):
+class FrameError(Refusal, ValueError):
     """A received text that is not a frame: a stable ``code`` (one of :data:`CODES`) and a
     ``message`` for a person."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
 
 
 # Reading

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: Every code a :class:`RecordingError` carries, with what it means. Stable: callers match on
 #: them (docs/openai.md lists them).
 CODES: dict[str, str] = {
@@ -11,12 +13,10 @@ CODES: dict[str, str] = {
 }
 
 
-class RecordingError(ValueError):
+class RecordingError(Refusal, ValueError):
     """A recording that cannot be taken: a code from :data:`CODES` and a one-line message."""
 
     def __init__(self, code: str, message: str) -> None:
         if code not in CODES:
             raise AssertionError(f"unknown recording code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)

@@ -20,6 +20,7 @@ from aiohttp import web
 from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
+from byoa_skills.protocol.codes import GATE_STATUS, status_of
 from byoa_skills.protocol.frames import (
     ABSENT,
     MAX_FRAME_BYTES,
@@ -126,24 +127,29 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 @web.middleware
 async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not loopback_host(request):
-        return refusal(403, "forbidden-host", "only loopback host names are served")
+        return _refused("forbidden-host", "only loopback host names are served")
     if is_page_path(request.path):
         refused = page_refusal(request) if PAGE_KEY in request.app else None
         if refused is not None:
             return refusal(*refused)
     elif "Origin" in request.headers:
-        return refusal(403, "forbidden-origin", "requests from web pages are not served")
+        return _refused("forbidden-origin", "requests from web pages are not served")
     elif request.path not in OPEN_PATHS:
         expected = f"Bearer {request.app[TOKEN_KEY]}".encode()
         given = request.headers.get("Authorization", "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, expected):
-            return refusal(401, "unauthorized", "a valid bearer token is needed")
+            return _refused("unauthorized", "a valid bearer token is needed")
     try:
         return await handler(request)
     except web.HTTPNotFound:
-        return refusal(404, "not-found", f"nothing at {request.path[:80]}")
+        return _refused("not-found", f"nothing at {request.path[:80]}")
     except web.HTTPMethodNotAllowed:
-        return refusal(405, "method-not-allowed", f"{request.method} is not allowed here")
+        return _refused("method-not-allowed", f"{request.method} is not allowed here")
+
+
+def _refused(code: str, message: str) -> web.Response:
+    """The refusal ``code`` with its status from the one table."""
+    return refusal(status_of(code), code, message)
 
 
 def loopback_host(request: web.Request) -> bool:
@@ -169,7 +175,7 @@ async def _ready(request: web.Request) -> web.Response:
         workers = pool.worker_pids() if pool is not None else []
         warm = pool.warm_workers if pool is not None else 0
         return web.json_response({"ready": True, "workers": workers, "warm": warm})
-    return web.json_response({"ready": False}, status=503)
+    return web.json_response({"ready": False}, status=status_of("not-ready"))
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -182,7 +188,8 @@ async def _take_link(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     answer = await request.app[LINKS_KEY].take(body.get("link"), body.get("decision"))
-    return web.json_response(answer, status=200 if answer["ok"] else 403)
+    status = 200 if answer["ok"] else status_of(str(answer["code"]), GATE_STATUS)
+    return web.json_response(answer, status=status)
 
 
 async def _create_grant(request: web.Request) -> web.Response:
@@ -194,24 +201,23 @@ async def _create_grant(request: web.Request) -> web.Response:
             body.get("origin"), body.get("manifest"), body.get("grant")
         )
     except GrantRefusal as refused:
-        status = 403 if refused.code.startswith("site-") else 400
         answer = {"ok": False, "code": refused.code, "message": refused.message,
                   "errors": refused.errors}  # fmt: skip
-        return web.json_response(answer, status=status)
+        return web.json_response(answer, status=refused.status)
     return web.json_response({"ok": True, **summary})
 
 
 async def _show_grant(request: web.Request) -> web.Response:
     grant = request.app[SHIM_KEY].grants.get(request.match_info["grant_id"])
     if grant is None:
-        return refusal(404, "unknown-grant", "no live grant has this id")
+        return _refused("unknown-grant", "no live grant has this id")
     return web.json_response({"ok": True, **grant.summary(), "record": grant.record()})
 
 
 async def _release_grant(request: web.Request) -> web.Response:
     if request.app[SHIM_KEY].release_grant(request.match_info["grant_id"]):
         return web.json_response({"ok": True})
-    return refusal(404, "unknown-grant", "no live grant has this id")
+    return _refused("unknown-grant", "no live grant has this id")
 
 
 async def _call_over_http(request: web.Request) -> web.Response:

@@ -34,6 +34,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.pool.errors import CallFailure
+from byoa_skills.protocol.codes import status_of
 from byoa_skills.recordings import (
     DEFAULT_AT_ONCE,
     DEFAULT_MAX_SECONDS,
@@ -82,24 +83,6 @@ CLIENT_GONE = "client-gone"
 #: How long one text source may take to list its models for ``GET /v1/models``, in seconds.
 MODEL_LIST_SECONDS = 2.0
 
-#: HTTP status of each refusal code these routes give (any other code: 400).
-STATUS: dict[str, int] = {
-    "unauthorized": 401,
-    "forbidden-host": 403,
-    "forbidden-origin": 403,
-    "unknown-model": 404,
-    "not-found": 404,
-    "method-not-allowed": 405,
-    "file-too-large": 413,
-    "audio-too-long": 413,
-    "queue-full": 503,
-    "not-ready": 503,
-    "shutting-down": 503,
-    "skill-unavailable": 503,
-    "deadline-exceeded": 504,
-    "worker-crashed": 500,
-    "transcribe-failed": 500,
-}
 _PATHS = ("/v1/audio/", "/v1/models")
 
 
@@ -194,7 +177,7 @@ def error_body(code: str, message: str, status: int) -> dict[str, Any]:
 
 def refused(code: str, message: str) -> web.Response:
     """The refusal ``code`` in OpenAI's shape, with its HTTP status."""
-    status = STATUS.get(code, 400)
+    status = status_of(code)
     return web.json_response(error_body(code, message, status), status=status)
 
 
@@ -452,7 +435,7 @@ async def _stream(
     try:
         await run_pieces(_pieces(audio, window), run_piece, form.language, parallel, on_answer)
     except (CallFailure, RecordingError) as failure:  # the status is sent: the last event
-        status = STATUS.get(failure.code, 500)
+        status = status_of(failure.code)
         await send({"type": "error", **error_body(failure.code, failure.message, status)})
         await response.write_eof()
         progress.outcome = failure.code

@@ -19,11 +19,6 @@ class AudioTranscribe(Skill):
     """Speech to text with the pool's Whisper model."""
 
     name: ClassVar[str] = "audio.transcribe"
-    statuses: ClassVar[dict[str, int]] = {
-        "queue-full": 503,
-        "worker-crashed": 500,
-        "transcribe-failed": 500,
-    }
     audio_measure: ClassVar[str] = "clipSeconds"
 
     def prepare(

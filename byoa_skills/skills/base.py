@@ -1,7 +1,8 @@
 """What every skill shares: the call as checked (:class:`PreparedCall`), its answer
 (:class:`CallResult`), the runtimes a skill runs on, and :class:`Skill`, what a skill declares
-once: its input check, what the gate measures, its pricing, its codes and their HTTP status,
-what it runs on (to warm it, and to say whether a site's manifest can be served).
+once: its input check, what the gate measures, its pricing, what it runs on (to warm it, and
+to say whether a site's manifest can be served). The HTTP status of its codes is in the one
+table, :data:`byoa_skills.protocol.codes.HTTP_STATUS`.
 """
 
 from __future__ import annotations
@@ -94,8 +95,6 @@ class Skill(ABC):
 
     #: The skill's name on the wire, e.g. ``audio.transcribe``.
     name: ClassVar[str]
-    #: HTTP status on the local API of the refusal codes this skill's runtime gives.
-    statuses: ClassVar[Mapping[str, int]] = {}
     #: Whether the grant's ``models`` block applies to this skill's calls.
     uses_models: ClassVar[bool] = False
     #: The measurement (a key of :attr:`PreparedCall.measured`) that says how many seconds

@@ -32,14 +32,6 @@ class TextGenerate(Skill):
     """Text answers from the visitor's own text source, streamed when asked."""
 
     name: ClassVar[str] = "text.generate"
-    statuses: ClassVar[dict[str, int]] = {
-        "source-down": 503,
-        "upstream-refused": 502,
-        "upstream-failed": 502,
-        "upstream-malformed": 502,
-        "upstream-error": 502,
-        "model-mismatch": 502,
-    }
     uses_models: ClassVar[bool] = True
 
     def prepare(

@@ -7,14 +7,15 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
+from byoa_skills.protocol.refusal import Refusal
 
-class StoreError(Exception):
+
+class StoreError(Refusal):
     """The wallet's database cannot be opened, read or written: ``code`` (one of
     :data:`~byoa_skills.store.problems.STORE_CODES`) and a message that says why."""
 
     def __init__(self, message: str, code: str = "store-unreadable") -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(code, message, text=message)
 
 
 class WritePending(StoreError):

@@ -15,6 +15,7 @@ from typing import Any
 
 from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
+from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.skills.terms import GrantTerms
 from byoa_skills.store.clock import rfc3339
 from byoa_skills.store.database import WalletDatabase
@@ -41,14 +42,12 @@ SHIM_FIELDS = ("models",)
 _MODEL_CODE = re.compile(r"m[1-9][0-9]{0,2}")
 
 
-class GrantRefusal(Exception):
+class GrantRefusal(Refusal):
     """A manifest or grant the wallet cannot take: a code and the problems found, each
     ``{code, path, message}`` with a JSON Pointer path (the reference package's shape)."""
 
     def __init__(self, code: str, message: str, errors: list[dict[str, str]] | None = None):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.errors = errors or []
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: Every code a :class:`WavError` can carry, with what it means. Stable: callers match on them.
 CODES: dict[str, str] = {
     "bad-input": "the skill input is not {audio: {mime, base64}} with string fields",
@@ -31,7 +33,7 @@ CODES: dict[str, str] = {
 }
 
 
-class WavError(ValueError):
+class WavError(Refusal, ValueError):
     """A refused audio input: a stable kebab-case ``code`` and a one-line ``message``.
 
     It is the only exception the parsers raise for bad input, whatever the bytes.
@@ -40,6 +42,4 @@ class WavError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         if code not in CODES:
             raise AssertionError(f"unknown wav error code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)

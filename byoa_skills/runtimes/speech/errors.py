@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: Every code a :class:`RuntimeRefusal` can carry, with what it means. Stable: callers match
 #: on them.
 CODES: dict[str, str] = {
@@ -13,7 +15,7 @@ CODES: dict[str, str] = {
 }
 
 
-class RuntimeRefusal(ValueError):
+class RuntimeRefusal(Refusal, ValueError):
     """A refused transcription call: a stable kebab-case ``code`` and a one-line ``message``.
 
     Raised before any inference runs; the backend stays usable for the next call.
@@ -22,6 +24,4 @@ class RuntimeRefusal(ValueError):
     def __init__(self, code: str, message: str) -> None:
         if code not in CODES:
             raise AssertionError(f"unknown runtime refusal code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from byoa_skills.protocol.refusal import Refusal
+
 #: Every code a :class:`TextFailure` can carry, with what it means. Stable: callers match on
 #: them.
 CODES: dict[str, str] = {
@@ -23,13 +25,11 @@ CODES: dict[str, str] = {
 }
 
 
-class TextFailure(Exception):
+class TextFailure(Refusal):
     """A text call that did not give an answer: a stable kebab-case ``code`` and a one-line
     ``message`` (never the messages' text)."""
 
     def __init__(self, code: str, message: str) -> None:
         if code not in CODES:
             raise AssertionError(f"unknown text failure code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
