@@ -76,6 +76,25 @@ def test_a_translation_is_english(engine: Engine) -> None:
     assert answer.text.strip() and answer.text.isascii()
 
 
+def test_a_translation_is_counted_under_the_skill_activity_names(engine: Engine) -> None:
+    before = len(engine.activity())
+    counted = {skill: engine.metric("byoa_calls_total", skill=skill, outcome="ok")
+               for skill in ("audio.transcribe", "audio.translate")}  # fmt: skip
+    audio = engine.metric("byoa_audio_seconds_total")
+    client(engine).audio.translations.create(
+        model="whisper-1", file=(SPEECH / "ru-thanks.wav").open("rb")
+    )
+    rows = [json.loads(row) for row in engine.activity_once(lambda rows: len(rows) > before)]
+    local = [entry for entry in rows[before:] if entry.get("kind") == "local"]
+    assert local and local[-1]["outcome"] == "ok"
+    skill = local[-1]["skill"]
+    assert engine.metric("byoa_calls_total", skill=skill, outcome="ok") == counted[skill] + 1
+    assert (skill, local[-1]["task"]) == ("audio.transcribe", "translate")
+    assert engine.metric("byoa_audio_seconds_total") == pytest.approx(
+        audio + local[-1]["clipSeconds"], abs=0.01
+    )
+
+
 @pytest.mark.parametrize("kind", ["flac", "ogg", "mp3", "wav-48k-stereo"])
 def test_other_formats_give_the_same_words(engine: Engine, kind: str, tmp_path: Path) -> None:
     from test_recordings import pyav_encoded

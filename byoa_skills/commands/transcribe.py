@@ -3,12 +3,14 @@ process. A clip as sites send it is transcribed as it is; any other audio file (
 rate and channel count, any length up to ``--max-minutes``) is decoded to 16 kHz mono, cut on
 the VAD into pieces of at most one window and transcribed piece by piece, with a progress bar.
 A long file is decoded and cut in bounded blocks as its pieces are transcribed, never held
-whole.
+whole: the same :class:`~byoa_skills.recordings.RecordingService` as the local API's OpenAI
+routes, with the pieces on the model in this process.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import sys
@@ -26,13 +28,15 @@ from byoa_skills.models import ModelError, require_language
 from byoa_skills.recordings import (
     DEFAULT_MAX_SECONDS,
     AudioFile,
-    BlockCutter,
+    Piece,
     RecordingError,
-    join_text,
+    RecordingFailure,
+    RecordingOptions,
+    RecordingResult,
+    RecordingService,
     open_audio,
-    piece_seconds,
 )
-from byoa_skills.wav import MAX_CLIP_SECONDS, SAMPLE_RATE, Clip, WavError, parse_wav
+from byoa_skills.wav import MAX_CLIP_SECONDS, SAMPLE_RATE, WavError, parse_wav
 
 #: The shortest ``--max-minutes`` taken.
 MIN_MINUTES = 0.01
@@ -78,11 +82,14 @@ def run(args: argparse.Namespace) -> int:
     model = resolve_model(args)
     if model is None:
         return EXIT_INVALID
-    from byoa_skills.runtimes.speech import RuntimeRefusal, load_backend
+    from byoa_skills.runtimes.speech import load_backend
 
     name, folder, device = model
     backend = load_backend(
         folder, model_name=name, device=device, cpu_threads=args.threads, backend=args.backend
+    )
+    recordings = RecordingService.in_process(
+        backend, name, backend.options.encoder_seconds, args.max_minutes * 60
     )
     status = EXIT_VALID
     for path in args.files:
@@ -92,14 +99,14 @@ def run(args: argparse.Namespace) -> int:
                 data = file.read()
             began = time.monotonic()
             audio = _audio(data, args.max_minutes * 60)
-            text, language = _transcribe(backend, audio, args.language)
+            heard = asyncio.run(_transcribe(recordings, audio, args.language))
             report.update(
-                ok=True, text=text, language=language, seconds=round(audio.seconds, 3),
-                elapsed=round(time.monotonic() - began, 3),
+                ok=True, text=heard.text, language=heard.language,
+                seconds=round(audio.seconds, 3), elapsed=round(time.monotonic() - began, 3),
             )  # fmt: skip
         except OSError as error:
             report.update(code="unreadable", message=error.strerror or str(error))
-        except (WavError, RecordingError, RuntimeRefusal) as refusal:
+        except (WavError, RecordingError, RecordingFailure) as refusal:
             report.update(code=refusal.code, message=refusal.message)
         print(
             json.dumps(report, ensure_ascii=False) if args.json else _describe(report), flush=True
@@ -141,34 +148,46 @@ def _audio(data: bytes, max_seconds: float) -> AudioFile:
         raise
 
 
-def _transcribe(backend: Any, audio: AudioFile, language: str | None) -> tuple[str, str | None]:
-    """The text of the whole recording, piece by piece as it is decoded and cut, with a
-    progress bar on stderr when it is longer than one piece; and the language (detected in
-    the first piece with speech when not given)."""
-    window = piece_seconds(backend.options.encoder_seconds)
-    if audio.frames <= window * SAMPLE_RATE:
-        blocks = list(audio.blocks())
-        whole = Clip(blocks[0] if len(blocks) == 1 else _joined(blocks))
-        transcript = backend.transcribe(whole.to_float32(), language)
-        return transcript.text, transcript.language
-    from rich.console import Console
-    from rich.progress import Progress
-
-    texts: list[str] = []
-    with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("transcribing", total=round(audio.seconds, 1))
-        for piece, samples in BlockCutter(audio.frames, window).pieces(audio.blocks()):
-            transcript = backend.transcribe(Clip(samples).to_float32(), language)
-            language = language or (transcript.language if transcript.text else None)
-            texts.append(transcript.text)
-            progress.update(task, completed=round(piece.end / SAMPLE_RATE, 1))
-    return join_text(texts), language
+async def _transcribe(
+    recordings: RecordingService, audio: AudioFile, language: str | None
+) -> RecordingResult:
+    """The whole recording's transcript, piece by piece as it is decoded and cut, with a
+    progress bar on stderr when it is longer than one piece."""
+    bar = _ProgressBar(recordings.window_seconds)
+    try:
+        return await recordings.transcribe(
+            audio, RecordingOptions(language=language), on_measured=bar.start,
+            on_piece=bar.advance,
+        )  # fmt: skip
+    finally:
+        bar.close()
 
 
-def _joined(blocks: list[Any]) -> Any:
-    import numpy as np
+class _ProgressBar:
+    """A progress bar on stderr, in seconds of the recording, for one longer than a piece."""
 
-    return np.concatenate(blocks) if blocks else np.zeros(0, dtype="<i2")
+    def __init__(self, window_seconds: float) -> None:
+        self.window_seconds = window_seconds
+        self._shown: Any = None
+        self._task: Any = None
+
+    async def start(self, seconds: float) -> None:
+        if seconds <= self.window_seconds:
+            return
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._shown = Progress(console=Console(stderr=True), transient=True)
+        self._shown.start()
+        self._task = self._shown.add_task("transcribing", total=round(seconds, 1))
+
+    async def advance(self, piece: Piece, text: str) -> None:
+        if self._shown is not None:
+            self._shown.update(self._task, completed=round(piece.end / SAMPLE_RATE, 1))
+
+    def close(self) -> None:
+        if self._shown is not None:
+            self._shown.stop()
 
 
 def _describe(report: dict[str, Any]) -> str:

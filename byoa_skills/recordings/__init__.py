@@ -1,7 +1,8 @@
 """The visitor's own recordings: any audio format decoded to 16 kHz mono, cut on the VAD into
 pieces of at most one window, the pieces run several at once, and their text and
 timestamps put back together in order. A recording of any length is decoded and cut in
-bounded blocks, never held whole.
+bounded blocks, never held whole. :class:`RecordingService` is that whole road, for the local
+API's OpenAI routes and ``byoa-skills transcribe`` alike.
 
 Importing this package imports neither PyAV nor faster-whisper: decoding and cutting import
 them when they run.
@@ -27,23 +28,45 @@ from byoa_skills.recordings.pieces import (
     piece_seconds,
 )
 from byoa_skills.recordings.runner import CutPiece, pool_parallel, pool_runner, run_pieces
+from byoa_skills.recordings.service import (
+    CLIENT_CHECK_SECONDS,
+    CLIENT_GONE,
+    SKILL,
+    ClientGone,
+    RecordingFailure,
+    RecordingOptions,
+    RecordingProgress,
+    RecordingResult,
+    RecordingService,
+    Task,
+)
 from byoa_skills.recordings.stitch import LongTranscript, join_text, shifted, stitch
 from byoa_skills.recordings.subtitles import srt, vtt
 
 __all__ = [
     "BLOCK_FRAMES",
+    "CLIENT_CHECK_SECONDS",
+    "CLIENT_GONE",
     "CODES",
     "DEFAULT_AT_ONCE",
     "DEFAULT_MAX_SECONDS",
+    "SKILL",
     "VAD_SPAN_SECONDS",
     "AudioFile",
     "BlockCutter",
+    "ClientGone",
     "CutPiece",
     "LongTranscript",
     "Piece",
     "Recording",
     "RecordingError",
+    "RecordingFailure",
     "RecordingGate",
+    "RecordingOptions",
+    "RecordingProgress",
+    "RecordingResult",
+    "RecordingService",
+    "Task",
     "cut",
     "decode_audio",
     "give_back_free_memory",

@@ -7,12 +7,13 @@ and answer as OpenAI does. The engine's token is the API key (the local API's gu
 it); every refusal on these paths, the guard's included, is written in OpenAI's shape
 ``{"error": {"message", "type", "code"}}`` with the engine's stable code.
 
-Any audio format is decoded to 16 kHz mono, a long recording is cut into pieces of at most
-one window that run on every worker at once behind the sites' clips, and the answer is
-stitched back in order (``byoa_skills.recordings``). A recording is decoded and cut in bounded
-blocks while its pieces run, a few recordings at a time (the others wait holding only their
-bytes), and one whose client has left is stopped. These calls need no grant: Activity lists
-each one as the local client's (``kind: "local"``), never with its audio or text.
+The recording itself is :class:`~byoa_skills.recordings.RecordingService`'s: any audio format
+decoded to 16 kHz mono, a long recording cut into pieces that run on every worker at once
+behind the sites' clips, a few recordings at a time, stopped when its client leaves, and the
+answer stitched back in order. These routes keep the form, the limits and the answer's
+formats. These calls need no grant: Activity lists each one as the local client's
+(``kind: "local"``), never with its audio or text; a translation is ``audio.transcribe`` with
+``task: "translate"``, in Activity and the metrics alike.
 """
 
 from __future__ import annotations
@@ -21,45 +22,37 @@ import asyncio
 import contextlib
 import io
 import json
-import logging
 import math
 import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import BodyPartReader, MultipartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from byoa_skills.models import ModelError, require_language
-from byoa_skills.pool.errors import CallFailure
 from byoa_skills.protocol.codes import status_of
 from byoa_skills.recordings import (
+    CLIENT_CHECK_SECONDS,
+    CLIENT_GONE,
     DEFAULT_AT_ONCE,
     DEFAULT_MAX_SECONDS,
-    AudioFile,
-    BlockCutter,
-    LongTranscript,
+    SKILL,
+    ClientGone,
     Piece,
-    RecordingError,
-    RecordingGate,
-    give_back_free_memory,
-    open_audio,
-    piece_seconds,
-    pool_parallel,
-    pool_runner,
-    run_pieces,
+    RecordingFailure,
+    RecordingOptions,
+    RecordingProgress,
+    RecordingResult,
+    RecordingService,
+    Task,
     srt,
-    stitch,
     vtt,
 )
-from byoa_skills.runtimes.speech.base import Transcript
-from byoa_skills.runtimes.speech.options import DecodeRequest
 from byoa_skills.skills import CallResult, SkillEngine
 from byoa_skills.wallet_shim.shim import WalletShim
-
-log = logging.getLogger("byoa_skills.api")
 
 #: The model name OpenAI's tools send by default; it stands for the engine's speech model.
 WHISPER_ALIAS = "whisper-1"
@@ -76,10 +69,6 @@ MAX_FIELD_BYTES = 64 * 1024
 #: The most parts a form may have, and the bytes a body may have beyond the file's limit.
 MAX_PARTS = 32
 FORM_OVERHEAD_BYTES = MAX_FIELD_BYTES * 16
-#: How often a running recording looks whether its client is still connected, in seconds.
-CLIENT_CHECK_SECONDS = 0.25
-#: The outcome in Activity of a recording whose client left before its answer.
-CLIENT_GONE = "client-gone"
 #: How long one text source may take to list its models for ``GET /v1/models``, in seconds.
 MODEL_LIST_SECONDS = 2.0
 
@@ -133,7 +122,8 @@ class UploadLimits:
 ENGINE = web.AppKey("openai_engine", SkillEngine)
 SHIM = web.AppKey("openai_shim", WalletShim)
 LIMITS = web.AppKey("openai_limits", UploadLimits)
-GATE = web.AppKey("openai_gate", RecordingGate)
+#: The recordings' service, when speech runs here (None without a pool).
+RECORDINGS: web.AppKey[RecordingService | None] = web.AppKey("openai_recordings")
 
 
 def add_openai_routes(
@@ -146,8 +136,13 @@ def add_openai_routes(
     environment when not given), and write every refusal on their paths in OpenAI's shape."""
     app[ENGINE] = engine
     app[SHIM] = shim
-    app[LIMITS] = limits or UploadLimits.from_env()
-    app[GATE] = RecordingGate(app[LIMITS].at_once)
+    app[LIMITS] = limits = limits or UploadLimits.from_env()
+    pool = engine.pool
+    app[RECORDINGS] = (
+        RecordingService.on_pool(pool, limits.max_seconds, limits.at_once)
+        if pool is not None
+        else None
+    )
     app.router.add_post("/v1/audio/transcriptions", _transcriptions)
     app.router.add_post("/v1/audio/translations", _translations)
     app.router.add_get("/v1/models", _models)
@@ -161,10 +156,6 @@ class Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-class ClientGone(Exception):
-    """The client closed its connection before its answer: the work for it is stopped."""
 
 
 def error_body(code: str, message: str, status: int) -> dict[str, Any]:
@@ -196,12 +187,17 @@ class AudioForm:
     granularities: frozenset[str]
     stream: bool
 
-    def request(self, task: str) -> DecodeRequest:
-        """What the decoder is asked beyond the text."""
+    temperature: float = 0.0
+
+    def options(self, task: Task) -> RecordingOptions:
+        """What the recording's transcript is asked to be, for ``task``."""
         timestamps = "none"
         if self.response_format in ("verbose_json", "srt", "vtt"):
             timestamps = "word" if "word" in self.granularities else "segment"
-        return DecodeRequest(task=task, prompt=self.prompt, timestamps=timestamps)  # type: ignore[arg-type]
+        return RecordingOptions(
+            language=self.language, task=task, prompt=self.prompt,
+            temperature=self.temperature, timestamps=timestamps,  # type: ignore[arg-type]
+        )  # fmt: skip
 
 
 async def read_form(request: web.Request, limits: UploadLimits, speech_model: str) -> AudioForm:
@@ -298,7 +294,7 @@ def _checked(fields: dict[str, list[str]], data: bytes, speech_model: str) -> Au
         except ModelError as error:
             raise Refused(error.code, error.message) from None
     return AudioForm(data, model, language, one("prompt") or None, response_format,
-                     granularities, stream == "true")  # fmt: skip
+                     granularities, stream == "true", float(temperature or 0))  # fmt: skip
 
 
 async def _read_part(part: BodyPartReader, limit: int, over: Refused, within_budget: Any) -> bytes:
@@ -327,96 +323,56 @@ async def _translations(request: web.Request) -> web.StreamResponse:
     return await _audio(request, "translate")
 
 
-async def _audio(request: web.Request, task: str) -> web.StreamResponse:
-    """One file: checked, then (in its turn) decoded and cut while its pieces run on the
-    pool, answered in the format asked; stopped if the client leaves first."""
-    engine, began = request.app[ENGINE], time.monotonic()
-    skill = "audio.translate" if task == "translate" else "audio.transcribe"
-    progress = _Progress()
-    pool = engine.pool
+async def _audio(request: web.Request, task: Task) -> web.StreamResponse:
+    """One file: checked, then transcribed by the recordings' service (in its turn, stopped
+    if the client leaves first), answered in the format asked."""
+    began = time.monotonic()
+    progress, outcome = RecordingProgress(), "ok"
+    recordings = request.app[RECORDINGS]
     try:
-        if pool is None:
+        if recordings is None:
             raise Refused("skill-unavailable", "no speech model runs here")
-        form = await read_form(request, request.app[LIMITS], pool.config.model_name)
-        if not pool.ready:
+        form = await read_form(request, request.app[LIMITS], recordings.model_name)
+        if not recordings.ready:
             raise Refused("not-ready", "the speech workers are still loading")
-        response = await _unless_client_leaves(request, _in_turn(request, form, task, progress))
-    except Refused as refusal:
-        _record(request, skill, refusal.code, progress, began)
+        if form.stream:
+            response, outcome = await _stream(request, recordings, form, task, progress)
+        else:
+            heard = await recordings.transcribe(
+                form.data, form.options(task), client_gone=_client_gone(request),
+                progress=progress,
+            )  # fmt: skip
+            response = _answer(heard, form.response_format, task)
+    except (Refused, RecordingFailure) as refusal:
+        _record(request, task, refusal.code, progress, began)
         return refused(refusal.code, refusal.message)
-    except (RecordingError, CallFailure) as failure:
-        _record(request, skill, failure.code, progress, began)
-        return refused(failure.code, failure.message)
     except ClientGone:
-        log.info("event=recording-client-gone pieces=%d", progress.answered)
-        _record(request, skill, CLIENT_GONE, progress, began)
+        _record(request, task, CLIENT_GONE, progress, began)
         return web.Response(status=499)  # nobody reads it
-    _record(request, skill, progress.outcome, progress, began)
+    _record(request, task, outcome, progress, began)
     return response
 
 
-@dataclass
-class _Progress:
-    """How far one request got: the recording's length once measured, the pieces answered,
-    and a streamed answer's outcome."""
+def _client_gone(request: web.Request) -> Callable[[], bool]:
+    """Whether the client of ``request`` has closed its connection."""
 
-    seconds: float | None = None
-    answered: int = 0
-    outcome: str = "ok"
+    def gone() -> bool:
+        transport = request.transport
+        return transport is None or transport.is_closing()
 
-
-async def _in_turn(
-    request: web.Request, form: AudioForm, task: str, progress: _Progress
-) -> web.StreamResponse:
-    """The answer to ``form``, once the gate gives the recording its turn."""
-    gate = request.app[GATE]
-    if gate.decoding >= gate.at_once:
-        log.info("event=recording-waits decoding=%d waiting=%d", gate.decoding, gate.waiting + 1)
-    try:
-        async with gate.turn():
-            log.info("event=recording-starts decoding=%d waiting=%d", gate.decoding, gate.waiting)
-            return await _transcribed(request, form, task, progress)
-    finally:
-        give_back_free_memory()
-
-
-async def _transcribed(
-    request: web.Request, form: AudioForm, task: str, progress: _Progress
-) -> web.StreamResponse:
-    pool = request.app[ENGINE].pool
-    assert pool is not None
-    audio = await asyncio.to_thread(open_audio, form.data, request.app[LIMITS].max_seconds)
-    progress.seconds = audio.seconds
-    run_piece = pool_runner(pool, form.request(task))
-    parallel = pool_parallel(pool)
-    window = piece_seconds(pool.config.encoder_window)
-
-    async def counted(piece: Piece, answer: Transcript) -> None:
-        progress.answered += 1
-
-    if form.stream:
-        return await _stream(request, audio, window, run_piece, form, parallel, progress)
-    done = await run_pieces(_pieces(audio, window), run_piece, form.language, parallel, counted)
-    heard = stitch([p for p, _ in done], [a for _, a in done], audio.seconds, form.language)
-    return _answer(heard, form.response_format, task)
-
-
-def _pieces(audio: AudioFile, window: float) -> Any:
-    """The pieces of ``audio`` with their samples, decoded and cut as they are read."""
-    return BlockCutter(audio.frames, window).pieces(audio.blocks())
+    return gone
 
 
 async def _stream(
-    request: web.Request, audio: AudioFile, window: float, run_piece: Any, form: AudioForm,
-    parallel: int, progress: _Progress,
-) -> web.StreamResponse:  # fmt: skip
+    request: web.Request, recordings: RecordingService, form: AudioForm, task: Task,
+    progress: RecordingProgress,
+) -> tuple[web.StreamResponse, str]:  # fmt: skip
     """Server-sent events: a ``transcript.text.delta`` per piece as soon as the pieces before
-    it are done, then ``transcript.text.done`` with the whole text; the outcome goes in
-    ``progress``. A failure once the events have begun is the last event, an ``error`` in
-    OpenAI's shape."""
+    it are done, then ``transcript.text.done`` with the whole text; and the outcome. A
+    failure once the events have begun is the last event, an ``error`` in OpenAI's shape;
+    one before them (the file refused) is raised."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})  # fmt: skip
-    await response.prepare(request)
     said: list[str] = []
 
     async def send(event: dict[str, Any]) -> None:
@@ -425,50 +381,34 @@ async def _stream(
         except ConnectionResetError:
             raise ClientGone() from None
 
-    async def on_answer(piece: Piece, answer: Transcript) -> None:
-        progress.answered += 1
-        if answer.text.strip():
-            delta = (" " if said else "") + answer.text.strip()
-            said.append(answer.text.strip())
+    async def begin(seconds: float) -> None:
+        await response.prepare(request)
+
+    async def on_piece(piece: Piece, text: str) -> None:
+        if text.strip():
+            delta = (" " if said else "") + text.strip()
+            said.append(text.strip())
             await send({"type": "transcript.text.delta", "delta": delta})
 
     try:
-        await run_pieces(_pieces(audio, window), run_piece, form.language, parallel, on_answer)
-    except (CallFailure, RecordingError) as failure:  # the status is sent: the last event
+        heard = await recordings.transcribe(
+            form.data, form.options(task), on_measured=begin, on_piece=on_piece,
+            client_gone=_client_gone(request), progress=progress,
+        )  # fmt: skip
+    except RecordingFailure as failure:  # once the events have begun: the last event
+        if not response.prepared:
+            raise
         status = status_of(failure.code)
         await send({"type": "error", **error_body(failure.code, failure.message, status)})
         await response.write_eof()
-        progress.outcome = failure.code
-        return response
+        return response, failure.code
     await send({"type": "transcript.text.done", "text": " ".join(said),
-                "usage": {"type": "duration", "seconds": round(audio.seconds, 3)}})  # fmt: skip
+                "usage": {"type": "duration", "seconds": round(heard.duration, 3)}})  # fmt: skip
     await response.write_eof()
-    return response
+    return response, "ok"
 
 
-_T = TypeVar("_T")
-
-
-async def _unless_client_leaves(request: web.Request, work: Awaitable[_T]) -> _T:
-    """What ``work`` gives, or :class:`ClientGone` once the client's connection is closed
-    (``work`` is then cancelled: the pieces not yet running never run)."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=CLIENT_CHECK_SECONDS)
-            if done:
-                return task.result()
-            transport = request.transport
-            if transport is None or transport.is_closing():
-                raise ClientGone()
-    finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-
-
-def _answer(heard: LongTranscript, response_format: str, task: str) -> web.Response:
+def _answer(heard: RecordingResult, response_format: str, task: Task) -> web.Response:
     if response_format == "text":
         return web.Response(text=heard.text + "\n", content_type="text/plain")
     if response_format == "srt":
@@ -481,7 +421,7 @@ def _answer(heard: LongTranscript, response_format: str, task: str) -> web.Respo
     return web.json_response(verbose_json(heard, task) | {"usage": usage})
 
 
-def verbose_json(heard: LongTranscript, task: str) -> dict[str, Any]:
+def verbose_json(heard: RecordingResult, task: str) -> dict[str, Any]:
     """The ``verbose_json`` body: the text, the language code, the duration, the segments
     and, when word timestamps were decoded, every word on the recording's timeline."""
     segments = [
@@ -516,10 +456,10 @@ async def _models(request: web.Request) -> web.Response:
     """The speech model (under its name and ``whisper-1``), then each text source's models
     as ``SOURCE/MODEL``, the name a grant's model codes give them; a source that does not
     answer within :data:`MODEL_LIST_SECONDS` is left out."""
-    engine = request.app[ENGINE]
+    engine, recordings = request.app[ENGINE], request.app[RECORDINGS]
     ids: list[tuple[str, str]] = []
-    if engine.pool is not None:
-        ids += [(WHISPER_ALIAS, "byoa-skills"), (engine.pool.config.model_name, "byoa-skills")]
+    if recordings is not None:
+        ids += [(WHISPER_ALIAS, "byoa-skills"), (recordings.model_name, "byoa-skills")]
     if engine.text is not None:
         ids += await _text_models(engine)
     data = [{"id": i, "object": "model", "created": 0, "owned_by": owner} for i, owner in ids]
@@ -549,22 +489,22 @@ async def _text_models(engine: SkillEngine) -> list[tuple[str, str]]:
 
 
 def _record(
-    request: web.Request, skill: str, outcome: str, progress: _Progress, began: float
+    request: web.Request, task: Task, outcome: str, progress: RecordingProgress, began: float
 ) -> None:
     """One activity entry (the local client's, no content) and the call counted in the
-    metrics."""
+    metrics, both under the same skill (:data:`~byoa_skills.recordings.SKILL`)."""
     latency = time.monotonic() - began
     seconds = progress.seconds
     shim = request.app[SHIM]
     shim.record_activity(
-        kind="local", client="openai-api", skill=skill, outcome=outcome,
+        kind="local", client="openai-api", skill=SKILL, task=task, outcome=outcome,
         clipSeconds=None if seconds is None else round(seconds, 3),
         pieces=progress.answered if seconds is not None else None,
         latencyMs=round(latency * 1000),
     )  # fmt: skip
     result = CallResult(ok=True) if outcome == "ok" else CallResult.refused(outcome, "")
     measured = {} if seconds is None else {"clipSeconds": round(seconds, 3)}
-    request.app[ENGINE].report("audio.transcribe", replace(result, measured=measured), latency)
+    request.app[ENGINE].report(SKILL, replace(result, measured=measured), latency)
 
 
 async def _in_openai_shape(request: web.Request, response: web.StreamResponse) -> None:
