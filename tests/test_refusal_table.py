@@ -28,6 +28,7 @@ from byoa_skills.pool import errors as pool_errors
 from byoa_skills.protocol import codes, frames
 from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.recordings import errors as recording_errors
+from byoa_skills.recordings import service as recording_service
 from byoa_skills.runtimes.speech import errors as speech_errors
 from byoa_skills.runtimes.text import errors as text_errors
 from byoa_skills.serve import openai_api
@@ -49,6 +50,7 @@ JFK = Path(__file__).parent / "data" / "speech" / "jfk.wav"
 ERROR_MODULES = (
     wav_errors, pool_errors, recording_errors, store_errors, byoag_errors, model_errors,
     text_errors, speech_errors, grants, extension_requests, framing, addresses, check, frames,
+    openai_api, recording_service,
 )  # fmt: skip
 #: Every refusal type, by name: the classes of those modules that carry a code.
 REFUSAL_TYPES = {

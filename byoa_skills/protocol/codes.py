@@ -45,6 +45,13 @@ HTTP_STATUS: dict[str, int] = {
     "site-unreadable": 403,
     "not-registered": 404,
     "outside-registration-scope": 403,
+    # the wallet's store cannot be used: what the visitor's own page is answered
+    "store-unsafe": 503,
+    "store-damaged": 503,
+    "store-too-new": 503,
+    "store-read-only": 503,
+    "store-full": 503,
+    "store-unreadable": 503,
 }
 #: The codes only the local API's routes answer (a request, never a call): no activity entry
 #: records them.

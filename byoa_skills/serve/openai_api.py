@@ -34,6 +34,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from byoa_skills.models import ModelError, require_language
 from byoa_skills.protocol.codes import status_of
+from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.recordings import (
     CLIENT_CHECK_SECONDS,
     CLIENT_GONE,
@@ -149,13 +150,11 @@ def add_openai_routes(
     app.on_response_prepare.append(_in_openai_shape)
 
 
-class Refused(Exception):
+class Refused(Refusal):
     """A request these routes refuse: a stable code and a one-line message."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message, text=message)
 
 
 def error_body(code: str, message: str, status: int) -> dict[str, Any]:

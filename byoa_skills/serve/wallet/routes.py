@@ -27,6 +27,7 @@ from aiohttp import WSMsgType, web
 from byoa_skills.byoag.connector import revoke
 from byoa_skills.byoag.registrations import RegistrationStore
 from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
+from byoa_skills.protocol.codes import status_of
 from byoa_skills.protocol.frames import encode
 from byoa_skills.serve.bodies import json_body, refusal
 from byoa_skills.serve.wallet.opener import PageOpener
@@ -223,7 +224,7 @@ async def _sites(request: web.Request) -> web.Response:
     try:
         sites = sites_view(request.app[PAGE_KEY].shim)
     except StoreError as error:
-        return refusal(503, "site-unreadable", str(error)[:200])
+        return refusal(status_of(error.code), error.code, str(error)[:200])
     return web.json_response({"ok": True, "sites": sites})
 
 
@@ -249,7 +250,7 @@ async def _change_site(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "changed": pending.changed, "pending": True,
                                   "message": str(pending)[:300]})  # fmt: skip
     except StoreError as error:
-        return refusal(503, "site-unreadable", str(error)[:200])
+        return refusal(status_of(error.code), error.code, str(error)[:200])
     if action == "forget":  # its kept grants went with it
         for grant in page.shim.grants.of_origin(normalize_origin(origin)):
             page.shim.release_grant(grant.id)
@@ -281,7 +282,7 @@ async def _activity(request: web.Request) -> web.Response:
     except ValueError as error:
         return refusal(400, "bad-request", str(error)[:200])
     except StoreError as error:
-        return refusal(503, "site-unreadable", str(error)[:200])
+        return refusal(status_of(error.code), error.code, str(error)[:200])
     return web.json_response({"ok": True, "entries": entries})
 
 
