@@ -18,6 +18,7 @@ import aiohttp
 import pytest
 from engine import TOKEN, Engine
 from grants import GEO_MANIFEST, grant, in_seconds
+from test_wallet_page import api
 
 from byoa_skills.demos.site.app import start_site
 from byoa_skills.demos.site.manifest import build_link, encode_manifest
@@ -247,15 +248,6 @@ async def visitor(engine: Engine) -> AsyncIterator[Visitor]:
                                 headers={"Origin": engine.url}) as response:  # fmt: skip
             assert response.status == 200, await response.text()
         yield Visitor(engine, session)
-
-
-async def api(engine: Engine, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.request(method, engine.url + path, json=body, headers=headers) as response,
-    ):
-        return response.status, await response.json(content_type=None)
 
 
 async def page_request(engine: Engine, origin: str, manifest: Any, clicked: bool) -> Any:
