@@ -79,6 +79,9 @@ class PreparedCall:
     #: The model that must answer a text call (``SOURCE/MODEL``), once a grant's code is
     #: resolved; without it, ``params.model`` or the default model.
     model: str | None = None
+    #: Whether a grant's ``models`` block applies to this call (its skill's
+    #: :attr:`Skill.uses_models`), so that the gate needs no registry.
+    uses_models: bool = False
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,10 @@ class SkillEngine:
             return CallResult.refused(
                 "bad-params", f"deadlineSeconds must be a number in (0, {MAX_DEADLINE_SECONDS:g}]"
             )
-        return handler.prepare(self.runtimes, skill_input, params, deadline)
+        prepared = handler.prepare(self.runtimes, skill_input, params, deadline)
+        if isinstance(prepared, PreparedCall) and handler.uses_models:
+            return replace(prepared, uses_models=True)
+        return prepared
 
     async def run(self, call: PreparedCall, on_chunk: ChunkHook | None = None) -> CallResult:
         """Run a prepared call on its skill's runtime; ``on_chunk`` gets a streamed text

@@ -22,7 +22,6 @@ from typing import Any
 from bringyourownagent import DECISIONS, check_call
 from bringyourownagent.rules import RATE_WINDOW_MS
 
-from byoa_skills.skills import SKILLS
 from byoa_skills.store.clock import rfc3339
 from byoa_skills.wallet_shim.grants import Grant
 
@@ -51,6 +50,8 @@ class Measured:
     input: Mapping[str, float]
     provider: str
     estimate: Decimal
+    #: Whether the grant's ``models`` block applies (a call that must name a model).
+    uses_models: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def _shim_reasons(grant: Grant, call: Measured) -> list[dict[str, Any]]:
     model = call.params.get("model")
     if model is not None and model not in grant.models:
         block("model-not-granted", f"model {str(model)[:20]!r} is not one the visitor ticked")
-    elif model is None and grant.models and SKILLS[call.skill].uses_models:
+    elif model is None and grant.models and call.uses_models:
         block(
             "model-not-granted",
             "the call names no model; the grant lists " + ", ".join(grant.models),

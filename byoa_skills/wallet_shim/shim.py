@@ -215,7 +215,8 @@ class _GrantGate:
         grant = self._grant
         priced = self._pricing(call)
         provider, estimate = await priced if inspect.isawaitable(priced) else priced
-        measured = Measured(call.skill, call.params, call.measured, provider, estimate)
+        measured = Measured(call.skill, call.params, call.measured, provider, estimate,
+                            uses_models=call.uses_models)  # fmt: skip
         admission = await admit(grant, measured, self._clock(), self._ask)
         if not admission.admitted:
             return CallResult(
