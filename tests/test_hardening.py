@@ -12,7 +12,7 @@ import os
 import socket
 import struct
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,34 @@ def test_a_link_with_an_unreadable_store_is_refused_cleanly(tmp_path: Path) -> N
 # Pending calls: a peer that does not read
 
 
+@contextlib.asynccontextmanager
+async def silent_websocket_peer(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> AsyncIterator[socket.socket]:
+    """A loopback server answering ``/ws`` with ``handler``, and a raw client socket with a
+    4 kB receive buffer that opens the WebSocket and then reads nothing."""
+    app = web.Application()
+    app.router.add_get("/ws", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        sock.sendall(
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        yield sock
+    finally:
+        sock.close()
+        await runner.cleanup()
+
+
 def test_a_peer_that_never_reads_is_closed_and_its_calls_cancelled() -> None:
     async def main() -> tuple[bool, bool, int]:
         outcome: dict[str, Any] = {}
@@ -117,27 +145,8 @@ def test_a_peer_that_never_reads_is_closed_and_its_calls_cancelled() -> None:
             done.set()
             return ws
 
-        app = web.Application()
-        app.router.add_get("/ws", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", port))
-        key = base64.b64encode(os.urandom(16)).decode()
-        sock.sendall(
-            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
-        try:
+        async with silent_websocket_peer(handler):
             await asyncio.wait_for(done.wait(), 60)
-        finally:
-            sock.close()
-            await runner.cleanup()
         return outcome["full"], outcome["stalled"], outcome["left"]
 
     full, stalled, left = asyncio.run(main())
@@ -167,33 +176,14 @@ def test_a_peer_whose_writes_never_block_is_still_found_not_reading() -> None:
             done.set()
             return ws
 
-        app = web.Application()
-        app.router.add_get("/ws", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", port))
-        key = base64.b64encode(os.urandom(16)).decode()
-        sock.sendall(
-            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
         error = 0
-        try:
+        async with silent_websocket_peer(handler) as sock:
             await asyncio.wait_for(done.wait(), 60)
             for _ in range(50):  # the reset reaches a socket that still reads nothing
                 error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 if error:
                     break
                 await asyncio.sleep(0.1)
-        finally:
-            sock.close()
-            await runner.cleanup()
         return outcome["stalled"], error
 
     stalled, error = asyncio.run(main())
