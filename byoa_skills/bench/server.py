@@ -200,3 +200,24 @@ def grant_request(
 def json_body(body: Any) -> bytes:
     """The JSON bytes of a call's body."""
     return json.dumps(body).encode()
+
+
+async def post_transcription(
+    session: aiohttp.ClientSession,
+    engine: EngineProcess,
+    data: bytes,
+    filename: str,
+    content_type: str,
+    model: str = "whisper-1",
+) -> tuple[int, Any]:
+    """Send a recording to the engine's ``/v1/audio/transcriptions`` in English:
+    ``(status, JSON body)``."""
+    form = aiohttp.FormData()
+    form.add_field("file", data, filename=filename, content_type=content_type)
+    form.add_field("model", model)
+    form.add_field("language", "en")
+    headers = {"Authorization": f"Bearer {engine.token}"}
+    async with session.post(
+        f"{engine.url}/v1/audio/transcriptions", data=form, headers=headers
+    ) as response:
+        return response.status, await response.json(content_type=None)

@@ -8,7 +8,6 @@ while the long job runs, next to their latency on an idle engine."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 import statistics
@@ -21,7 +20,7 @@ import numpy as np
 
 from byoa_skills.bench.clips import skill_body, speech_dir
 from byoa_skills.bench.context import Context, Skip
-from byoa_skills.bench.server import EngineProcess, json_body, start_engine
+from byoa_skills.bench.server import EngineProcess, json_body, post_transcription, start_engine
 from byoa_skills.wav import SAMPLE_RATE, parse_wav, wav_from_int16
 
 NAME = "longform"
@@ -170,15 +169,7 @@ async def _through_engine(engine: EngineProcess, model: str, samples: np.ndarray
 async def _transcribe(
     session: aiohttp.ClientSession, engine: EngineProcess, model: str, wav: bytes
 ) -> str:
-    form = aiohttp.FormData()
-    form.add_field("file", io.BytesIO(wav), filename="long.wav", content_type="audio/wav")
-    form.add_field("model", model)
-    form.add_field("language", "en")
-    headers = {"Authorization": f"Bearer {engine.token}"}
-    async with session.post(
-        f"{engine.url}/v1/audio/transcriptions", data=form, headers=headers
-    ) as response:
-        body = await response.json(content_type=None)
-    if response.status != 200:
-        raise RuntimeError(f"the long recording was refused: {response.status} {body}")
+    status, body = await post_transcription(session, engine, wav, "long.wav", "audio/wav", model)
+    if status != 200:
+        raise RuntimeError(f"the long recording was refused: {status} {body}")
     return str(body["text"])

@@ -19,7 +19,7 @@ import aiohttp
 import numpy as np
 
 from byoa_skills.bench.context import Context, Skip
-from byoa_skills.bench.server import EngineProcess, rss_mib
+from byoa_skills.bench.server import EngineProcess, post_transcription, rss_mib
 from byoa_skills.wav import SAMPLE_RATE
 
 NAME = "longmemory"
@@ -147,17 +147,11 @@ async def _send_all(engine: EngineProcess, paths: list[Path]) -> list[dict[str, 
 async def _send(
     session: aiohttp.ClientSession, engine: EngineProcess, path: Path
 ) -> dict[str, Any]:
-    form = aiohttp.FormData()
-    form.add_field("file", path.read_bytes(), filename=path.name, content_type="audio/flac")
-    form.add_field("model", "whisper-1")
-    form.add_field("language", "en")
-    headers = {"Authorization": f"Bearer {engine.token}"}
-    async with session.post(
-        f"{engine.url}/v1/audio/transcriptions", data=form, headers=headers
-    ) as response:
-        body = await response.json(content_type=None)
-    if response.status != 200:
-        return {"status": response.status, "code": body.get("error", {}).get("code")}
+    status, body = await post_transcription(
+        session, engine, path.read_bytes(), path.name, "audio/flac"
+    )
+    if status != 200:
+        return {"status": status, "code": body.get("error", {}).get("code")}
     return {"status": 200, "words": len(str(body.get("text", "")).split()),
             "seconds": body.get("usage", {}).get("seconds")}  # fmt: skip
 
