@@ -181,7 +181,7 @@ def more_than(scope: Scope | None, manifest: dict[str, Any]) -> More:
         if name not in asked.limits:
             limits[name] = None
         elif asked.limits[name] > scope.limits[name]:
-            limits[name] = _limits(manifest)[name]
+            limits[name] = manifest["purpose"]["limits"][name]  # as the manifest writes it
     budget = None
     (currency, amount), = asked.budgets.items()  # fmt: skip
     if currency not in scope.budgets or amount > scope.budgets[currency]:
