@@ -1,0 +1,70 @@
+"""Reading the judge model's answer: one JSON object ``{"decision", "reason"}``, possibly in a
+code fence or after a few words, or an answer whose first word is a decision. Anything else
+is not an opinion and gives ``ask`` (``purpose-judge-unreadable``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from byoa_skills.wallet_shim.judge.opinion import Opinion, failed
+
+#: The longest reason kept from the model's answer, in characters.
+REASON_CHARS = 160
+#: What each decision the model may give means, as (code, message when it gave no reason).
+_MEANINGS = {
+    "allowed": ("purpose-fits", "the call fits the stated purpose"),
+    "warn": ("purpose-doubt", "the call may not fit the stated purpose"),
+    "ask": ("purpose-unclear", "the judge cannot tell whether the call fits the stated purpose"),
+    "blocked": ("purpose-mismatch", "the call does not fit the stated purpose"),
+}
+_FIRST_WORD = re.compile(r"[^\w-]*([A-Za-z-]+)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+
+
+def read_answer(text: str, model: str | None = None, mismatch: str = "blocked") -> Opinion:
+    """The opinion ``text`` states; ``mismatch`` is the decision a ``blocked`` answer gives
+    (``ask`` lets the visitor decide instead of the model)."""
+    found = _decision_of(text)
+    if found is None:
+        return failed("purpose-judge-unreadable", "the purpose judge gave no readable opinion")
+    decision, reason = found
+    code, default = _MEANINGS[decision]
+    if decision == "blocked":
+        decision = mismatch
+    return Opinion(decision, code, _one_line(reason) or default, model=model)
+
+
+def _decision_of(text: str) -> tuple[str, str] | None:
+    """(decision, reason) from a JSON object in ``text``, else from its first word."""
+    for body in _objects(text):
+        decision = body.get("decision")
+        if isinstance(decision, str) and decision.strip().lower() in _MEANINGS:
+            reason = body.get("reason")
+            return decision.strip().lower(), reason if isinstance(reason, str) else ""
+    match = _FIRST_WORD.match(text)
+    if match and match.group(1).lower() in _MEANINGS:
+        return match.group(1).lower(), text[match.end() :].strip(" \t\n:.-")
+    return None
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object that starts at a ``{`` of ``text``, in order."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    start = text.find("{")
+    while start != -1 and len(found) < 4:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", start + 1)
+    return found
+
+
+def _one_line(text: str) -> str:
+    line = _CONTROL.sub(" ", text).strip()
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"

@@ -1,0 +1,122 @@
+"""The judge beside the call: the site's generation and the judge start together; the
+answer, and every streamed chunk, is held until the judge's opinion lets it pass, and thrown
+away when it does not. A call the judge allows costs the judge's time only where the judge is
+slower than the answer.
+
+``generation(on_chunk)`` is the call itself (for a text call, ``lambda on_chunk:
+runtime.generate(call, on_chunk)``); ``on_chunk`` is None when the caller gave no sink, so a
+call that does not stream is asked whole, as without the judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.wallet_shim.judge.opinion import Opinion, failed
+
+T = TypeVar("T")
+#: The call run beside the judge, given the hook its chunks go to (None: no streaming).
+Generation = Callable[[ChunkHook | None], Awaitable[T]]
+
+
+class HeldChunks:
+    """Chunks kept back until :meth:`release`; after it they go to the sink as they come, in
+    the order they came. After :meth:`discard` they are dropped."""
+
+    def __init__(self, sink: ChunkHook) -> None:
+        self._sink = sink
+        self._held: list[tuple[int, str]] = []
+        self._state = "held"  # held -> flushing -> open, or held -> discarded
+
+    @property
+    def held(self) -> int:
+        """Chunks kept back now."""
+        return len(self._held)
+
+    async def take(self, choice: int, text: str) -> None:
+        """The generation's chunk hook."""
+        if self._state == "open":
+            await self._sink(choice, text)
+        elif self._state != "discarded":
+            self._held.append((choice, text))
+
+    async def release(self) -> None:
+        """Send every held chunk to the sink, then let the next ones through."""
+        if self._state != "held":
+            return
+        self._state = "flushing"
+        while self._held:  # chunks taken while flushing join the queue
+            choice, text = self._held.pop(0)
+            await self._sink(choice, text)
+        self._state = "open"
+
+    def discard(self) -> None:
+        """Drop every held chunk and every later one."""
+        self._state = "discarded"
+        self._held.clear()
+
+
+class BesideCall(Generic[T]):
+    """A call and its judge, started together. Await :meth:`opinion`, then either
+    :meth:`release` (the answer, its held chunks sent first) or :meth:`discard`; nothing of
+    the call reaches ``sink`` before :meth:`release`."""
+
+    def __init__(
+        self, generation: Generation[T], judging: Awaitable[Opinion], sink: ChunkHook | None
+    ) -> None:
+        """Start both now (in the running loop)."""
+        self._chunks = HeldChunks(sink) if sink is not None else None
+        self._judging: asyncio.Future[Opinion] = asyncio.ensure_future(judging)
+        hook = self._chunks.take if self._chunks is not None else None
+        self._generating: asyncio.Future[T] = asyncio.ensure_future(generation(hook))
+        self._settled = False
+
+    async def opinion(self) -> Opinion:
+        """The judge's opinion (the call goes on meanwhile); a judge that raised gives
+        ``ask`` with ``purpose-judge-error``. Cancelling this wait cancels neither."""
+        try:
+            return await asyncio.shield(self._judging)
+        except asyncio.CancelledError:
+            if self._judging.cancelled() and not self._settled:
+                return failed("purpose-judge-error", "the purpose judge was cancelled")
+            raise
+        except Exception:  # the judge is outside code: fail towards asking
+            return failed("purpose-judge-error", "the purpose judge failed")
+
+    @property
+    def answered(self) -> bool:
+        """Whether the call has ended (its answer or its failure is held)."""
+        return self._generating.done()
+
+    async def release(self) -> T:
+        """Let the call's chunks through and give its answer (or raise its failure)."""
+        self._settled = True
+        if self._chunks is not None:
+            await self._chunks.release()
+        return await self._generating
+
+    async def discard(self) -> None:
+        """Drop the call: its chunks and its answer never reach the site, and a call still
+        running is cancelled (its upstream requests with it); the judge too, if it still
+        runs."""
+        self._settled = True
+        if self._chunks is not None:
+            self._chunks.discard()
+        for task in (self._generating, self._judging):
+            task.cancel()
+        await asyncio.gather(self._generating, self._judging, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Discard the call unless it was released or discarded already (for ``finally``)."""
+        if not self._settled:
+            await self.discard()
+
+
+def start_beside(
+    generation: Generation[T], judging: Awaitable[Opinion], sink: ChunkHook | None = None
+) -> BesideCall[T]:
+    """Start ``generation`` and ``judging`` together; chunks for ``sink`` are held."""
+    return BesideCall(generation, judging, sink)

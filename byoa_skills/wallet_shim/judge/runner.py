@@ -1,0 +1,103 @@
+"""Asking the judge: the prompt goes to one of the visitor's text sources through the text
+runtime (any OpenAI-compatible server, Ollama or OpenRouter), at temperature 0, with a small
+answer bound and a deadline; the answer is read into an :class:`Opinion`.
+
+:func:`judge` never raises for a judge that fails: a source that is down or errs gives
+``purpose-judge-error``, one slower than the deadline ``purpose-judge-timeout``, an answer
+that is no opinion ``purpose-judge-unreadable``, each with the decision ``ask``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from byoa_skills.runtimes.text import TextCall, TextFailure, TextRuntime
+from byoa_skills.runtimes.text.ollama import canonical_model
+from byoa_skills.wallet_shim.judge.answer import read_answer
+from byoa_skills.wallet_shim.judge.opinion import Opinion, failed
+from byoa_skills.wallet_shim.judge.prompt import MESSAGE_BUDGET, Purpose, build_prompt
+
+log = logging.getLogger("byoa_skills.judge")
+
+#: Seconds the judge is given by default; slower gives ``ask``.
+DEADLINE_SECONDS = 10.0
+#: The judge's answer bound, in tokens: one short line of JSON.
+MAX_TOKENS = 48
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Which model judges and how: ``SOURCE/MODEL`` as the text runtime names it, the
+    deadline in seconds, the answer bound, the messages' budget in characters, and the
+    decision the model's ``blocked`` gives (``blocked``, or ``ask`` to let the visitor
+    decide every mismatch)."""
+
+    model: str
+    deadline: float = DEADLINE_SECONDS
+    max_tokens: int = MAX_TOKENS
+    budget: int = MESSAGE_BUDGET
+    mismatch: str = "blocked"
+
+    def __post_init__(self) -> None:
+        if self.mismatch not in ("blocked", "ask"):
+            raise ValueError("mismatch must be blocked or ask")
+        if not self.deadline > 0 or self.max_tokens < 1 or self.budget < 100:
+            raise ValueError("deadline > 0, max_tokens >= 1 and budget >= 100")
+
+
+async def judge(
+    purpose: Purpose,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    runtime: TextRuntime,
+    settings: JudgeSettings,
+) -> Opinion:
+    """The judge's opinion of a call carrying ``messages`` under ``purpose``, from the model
+    ``settings.model`` at one of ``runtime``'s sources; ``ask`` when it cannot judge in time.
+    Cancelling the awaiting task cancels the upstream request."""
+    call = TextCall(
+        model=settings.model,
+        messages=build_prompt(purpose, messages, settings.budget),
+        max_tokens=settings.max_tokens,
+        temperature=0.0,
+        deadline=settings.deadline,
+    )
+    try:
+        # the runtime keeps the deadline; this bound is for anything around it
+        answer = await asyncio.wait_for(runtime.generate(call), settings.deadline + 1.0)
+    except TextFailure as failure:
+        if failure.code == "deadline-exceeded":
+            return _timed_out(settings)
+        log.info("event=judge-failed code=%s", failure.code)
+        return failed("purpose-judge-error", f"the purpose judge failed: {failure.code}")
+    except asyncio.TimeoutError:
+        return _timed_out(settings)
+    except Exception as error:  # the source is outside code: fail towards asking
+        log.warning("event=judge-failed error=%r", type(error).__name__)
+        return failed("purpose-judge-error", "the purpose judge failed")
+    opinion = read_answer(answer.texts[0], model=answer.model, mismatch=settings.mismatch)
+    return Opinion(opinion.decision, opinion.code, opinion.message, model=answer.model,
+                   cost=answer.cost)  # fmt: skip
+
+
+async def can_judge(runtime: TextRuntime, model: str) -> bool:
+    """Whether the source of ``model`` answers and lists it now (the judge is off, and the
+    wallet page says so, when it does not)."""
+    try:
+        source, model_id = runtime.resolve(model)
+        models = await asyncio.wait_for(runtime.list_models(source, fresh=True), 5.0)
+    except (TextFailure, asyncio.TimeoutError):
+        return False
+    if source.kind == "ollama":
+        return canonical_model(model_id) in {canonical_model(info.id) for info in models}
+    return any(info.id == model_id for info in models)
+
+
+def _timed_out(settings: JudgeSettings) -> Opinion:
+    return failed(
+        "purpose-judge-timeout", f"the purpose judge gave no opinion within {settings.deadline:g} s"
+    )
