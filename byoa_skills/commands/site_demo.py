@@ -1,4 +1,5 @@
-"""``byoa-skills site-demo``: run the reference site of the direct link (the geography game)."""
+"""``byoa-skills site-demo``: run the reference site of the direct link (the geography game,
+or with ``--mode text`` one question for two models)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from urllib.parse import urlsplit
 
 from byoa_skills.commands.common import configure_logging
-from byoa_skills.demos.site import start_site
+from byoa_skills.demos.site import MODES, start_site
 from byoa_skills.demos.site.hostile import DEFAULT_CALLS, KINDS
 
 DEFAULT_PORT = 8080
@@ -28,9 +29,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "/byoa/ws, and POST /byoa/transcribe has it transcribe the page's clip. The link "
             "names wss://PUBLIC-HOST/byoa/ws, or --endpoint; with neither, "
             "ws://localhost:PORT/byoa/ws, which a wallet takes only with its developer "
-            "switch (BYOA_WALLET_DEV_LOCAL=1)."
+            "switch (BYOA_WALLET_DEV_LOCAL=1). With --mode text the page asks two models "
+            "from different companies one question (POST /byoa/ask) and shows the grant as "
+            "the wallet last told it (GET /byoa/grant)."
         ),
     )
+    demo.add_argument("--mode", choices=MODES, default="geo",
+                      help="geo: the geography game (default); text: one question for two "
+                           "models from different companies")  # fmt: skip
     demo.add_argument("--host", default="127.0.0.1",
                       help="address to listen on (default 127.0.0.1; localhost: 127.0.0.1 "
                            "and ::1)")  # fmt: skip
@@ -98,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(serve(args.host, args.port, endpoint, args.trust_forwarded, args.hostile,
-                          args.hostile_calls))  # fmt: skip
+                          args.hostile_calls, args.mode))  # fmt: skip
     except OSError as error:
         print(f"byoa-skills site-demo: cannot listen: {error}", file=sys.stderr)
         return 1
@@ -112,12 +118,13 @@ async def serve(
     trust_forwarded: bool,
     hostile: str | None = None,
     hostile_calls: int = DEFAULT_CALLS,
+    mode: str = "geo",
 ) -> None:
-    """Run the site until SIGTERM or SIGINT, then say bye to the wallets and stop; with
-    ``hostile``, attack every wallet that connects."""
+    """Run the site in ``mode`` until SIGTERM or SIGINT, then say bye to the wallets and
+    stop; with ``hostile``, attack every wallet that connects."""
     runner, url, demo = await start_site(
         host=host, port=port, endpoint=endpoint, trust_forwarded=trust_forwarded,
-        hostile=hostile, hostile_calls=hostile_calls,
+        hostile=hostile, hostile_calls=hostile_calls, mode=mode,
     )  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -125,7 +132,8 @@ async def serve(
         loop.add_signal_handler(signum, stop.set)
     endpoint = demo.endpoint
     log.info("event=listening url=%s endpoint=%s", url, endpoint)
-    print(f"byoa-skills: the geography game is on {url} (the link names {endpoint})",
+    what = "the geography game" if mode == "geo" else "the text mode"
+    print(f"byoa-skills: {what} is on {url} (the link names {endpoint})",
           file=sys.stderr, flush=True)  # fmt: skip
     try:
         await stop.wait()

@@ -1,4 +1,5 @@
-"""The site's HTTP routes: the page, the code, the wait, the WebSocket, the transcription."""
+"""The site's HTTP routes: the page, the code, the wait, the WebSocket, and the mode's own:
+the transcription (``geo``), or the question and the grant (``text``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from typing import Any
 from aiohttp import web
 
 from byoa_skills.demos.site.demo import SiteDemo
+from byoa_skills.demos.site.text import AskRefused, ask_every_model, read_question, session_view
 
 STATIC = Path(__file__).resolve().parent / "static"
+#: The page each mode serves at ``/``.
+PAGES = {"geo": "index.html", "text": "text.html"}
 MAX_CLIP_BYTES = 1024 * 1024
 WAV_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave"})
 DEMO_KEY = web.AppKey("demo", SiteDemo)
@@ -36,8 +40,8 @@ def client_address(request: web.Request) -> str:
 
 
 async def page(request: web.Request) -> web.FileResponse:
-    """``GET /``: the geography game."""
-    return web.FileResponse(STATIC / "index.html")
+    """``GET /``: the mode's page (the geography game, or the text mode's)."""
+    return web.FileResponse(STATIC / PAGES[request.app[DEMO_KEY].mode])
 
 
 async def new_code(request: web.Request) -> web.Response:
@@ -77,6 +81,36 @@ async def transcribe(request: web.Request) -> web.Response:
     return web.json_response({"text": text})
 
 
+async def ask(request: web.Request) -> web.Response:
+    """``POST /byoa/ask?session=`` with ``{"question", "maxTokens"?, "stream"?}``: the question
+    to each granted model code, ``{"answers": [{"model", "text", "pieces"}]}``, ``text`` null
+    for a code with no answer; ``answers`` empty when no wallet is connected. 415 for another
+    content type, 400 for a question the site does not send (``error``, ``message``)."""
+    demo = request.app[DEMO_KEY]
+    if request.content_type != "application/json":
+        return _refused(AskRefused("not-json"), 415)
+    body: Any = None
+    with contextlib.suppress(ValueError):
+        body = await request.json()
+    try:
+        question = read_question(body, demo.manifest)
+    except AskRefused as refusal:
+        return _refused(refusal, 400)
+    answers = await ask_every_model(demo, request.query.get("session", ""), question)
+    return web.json_response({"answers": answers})
+
+
+async def grant(request: web.Request) -> web.Response:
+    """``GET /byoa/grant?session=``: ``{"state", "grant"}``, the grant as the wallet last
+    told it (see :func:`~byoa_skills.demos.site.text.session_view`)."""
+    view = session_view(request.app[DEMO_KEY], request.query.get("session", ""))
+    return web.json_response(view, headers={"Cache-Control": "no-store"})
+
+
+def _refused(refusal: AskRefused, status: int) -> web.Response:
+    return web.json_response({"error": refusal.code, "message": refusal.message}, status=status)
+
+
 def _languages(demo: SiteDemo) -> list[str]:
     skill: Any = demo.manifest.get("skills", {}).get("audio.transcribe", {})
     languages = skill.get("languages") if isinstance(skill, dict) else None
@@ -102,7 +136,11 @@ def build_app(demo: SiteDemo, *, trust_forwarded: bool = False) -> web.Applicati
     app.router.add_post("/byoa/code", new_code)
     app.router.add_get("/byoa/wait", wait)
     app.router.add_get("/byoa/ws", socket)
-    app.router.add_post("/byoa/transcribe", transcribe)
+    if demo.mode == "text":
+        app.router.add_post("/byoa/ask", ask)
+        app.router.add_get("/byoa/grant", grant)
+    else:
+        app.router.add_post("/byoa/transcribe", transcribe)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
     app.on_shutdown.append(_say_bye)
     return app

@@ -1,4 +1,5 @@
-"""One wallet's WebSocket after its hello: calls out, results back, at most N in flight."""
+"""One wallet's WebSocket after its hello: calls out, results back, at most N in flight, and
+the grant as the wallet last told it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiohttp import web
 from byoa_skills.protocol.frames import (
     Chunk,
     FrameBase,
+    Grant,
     Hello,
     Result,
     bye_frame,
@@ -33,15 +35,21 @@ def parallel_limit(grant: object) -> int:
 
 
 class WalletConnection:
-    """A wallet's live socket, its pairing, its hello and the calls waiting for a result."""
+    """A wallet's live socket, its pairing, its hello, the grant as the wallet last told it,
+    and the calls waiting for a result."""
 
     def __init__(self, ws: web.WebSocketResponse, pairing: str, hello: Hello) -> None:
         self.ws = ws
         self.pairing = pairing
         self.hello = hello
         grant = hello.grant
+        #: The grant as the wallet last told it: the hello's, then each ``grant`` frame's.
         self.grant: dict[str, Any] = grant if isinstance(grant, dict) else {}
+        #: Every grant the wallet told on this socket, the hello's first.
+        self.grants: list[dict[str, Any]] = [self.grant]
         self.max_parallel_calls = parallel_limit(grant)
+        #: Whether the wallet said ``bye``: its grant ended.
+        self.said_bye = False
         self.calls_sent = 0
         self.calls_refused = 0
         self._pending: dict[int, asyncio.Future[Result]] = {}
@@ -101,6 +109,14 @@ class WalletConnection:
         answer = self._pending.get(call_id)
         if answer is not None and not answer.done():
             answer.set_result(frame)
+
+    def take_grant(self, frame: Grant) -> None:
+        """The wallet's grant after a change: new calls see its limits (calls running finish);
+        a frame whose ``grant`` is not an object is ignored."""
+        if isinstance(frame.grant, dict):
+            self.grant = frame.grant
+            self.grants.append(frame.grant)
+            self.max_parallel_calls = parallel_limit(frame.grant)
 
     def take_chunk(self, frame: Chunk) -> None:
         """Keep one piece of a streamed answer for a call that waits for its result."""

@@ -23,7 +23,7 @@ from byoa_skills.demos.site.codes import (
     new_secret,
 )
 from byoa_skills.demos.site.connection import DEFAULT_CALL_TIMEOUT_S, WalletConnection
-from byoa_skills.demos.site.manifest import GEO_MANIFEST, build_link, encode_manifest
+from byoa_skills.demos.site.manifest import MANIFESTS, MODES, build_link, encode_manifest
 from byoa_skills.protocol.frames import (
     CLOSE_BAD_SESSION,
     CLOSE_BYE,
@@ -35,6 +35,7 @@ from byoa_skills.protocol.frames import (
     Close,
     Frame,
     FrameError,
+    Grant,
     Hello,
     Ignored,
     Result,
@@ -47,6 +48,8 @@ from byoa_skills.protocol.frames import (
 log = logging.getLogger("byoa_skills.demos.site")
 
 HELLO_TIMEOUT_S = 10.0
+#: How long the site waits for a text answer: the wallet's own deadline for a call.
+TEXT_CALL_TIMEOUT_S = 120.0
 
 
 def take_frame(text: str) -> Frame | Ignored | Close:
@@ -60,10 +63,12 @@ def take_frame(text: str) -> Frame | Ignored | Close:
 
 
 class SiteDemo:
-    """The geography game's BYOA server state: what the guide's Node.js server keeps.
+    """The site's BYOA server state: what the guide's Node.js server keeps.
 
-    ``endpoint`` is the WebSocket URL the link names. ``code_lifetime``, ``codes_per_minute``
-    and ``hello_timeout`` default to the guide's 120 s, 10 a minute per address and 10 s.
+    ``endpoint`` is the WebSocket URL the link names. ``mode`` is ``geo`` (the geography
+    game) or ``text`` (one question for two models); the link carries the mode's manifest
+    unless ``manifest`` names another. ``code_lifetime``, ``codes_per_minute`` and
+    ``hello_timeout`` default to the guide's 120 s, 10 a minute per address and 10 s.
     """
 
     def __init__(
@@ -71,6 +76,7 @@ class SiteDemo:
         endpoint: str,
         manifest: dict[str, Any] | None = None,
         *,
+        mode: str = "geo",
         code_lifetime: float = CODE_LIFETIME_S,
         codes_per_minute: int = CODES_PER_MINUTE,
         hello_timeout: float = HELLO_TIMEOUT_S,
@@ -79,8 +85,12 @@ class SiteDemo:
         hostile_calls: int = hostile_attacks.DEFAULT_CALLS,
         hostile_hold: float = hostile_attacks.HOLD_SECONDS,
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"no mode {mode!r}: {', '.join(MODES)}")
         self.endpoint = endpoint
-        self.manifest: dict[str, Any] = manifest if manifest is not None else GEO_MANIFEST
+        #: ``geo`` or ``text``: which page the site serves.
+        self.mode = mode
+        self.manifest: dict[str, Any] = manifest if manifest is not None else MANIFESTS[mode]
         #: What every link carries: base64url of the manifest's JSON bytes.
         self.manifest64 = encode_manifest(self.manifest)
         #: What every welcome echoes; the same string unless a test changes it.
@@ -91,6 +101,7 @@ class SiteDemo:
         #: Every hello that got a welcome, in order, as the JSON object it is.
         self.hellos: list[dict[str, Any]] = []
         self._wallets: dict[str, WalletConnection | None] = {}
+        self._latest: dict[str, WalletConnection] = {}
         self._next_id = 0
         self._closing: set[asyncio.Task[None]] = set()
         if hostile is not None and hostile not in hostile_attacks.KINDS:
@@ -122,6 +133,12 @@ class SiteDemo:
         pairing = self.codes.pairing(pairing_or_session) or pairing_or_session
         live = self._wallets.get(pairing)
         return live if live is not None and not live.closed else None
+
+    def latest_connection(self, pairing_or_session: str) -> WalletConnection | None:
+        """The last connection for a pairing token or the session code it came with, live or
+        closed; None when no wallet came with it."""
+        pairing = self.codes.pairing(pairing_or_session) or pairing_or_session
+        return self._latest.get(pairing)
 
     @property
     def connections(self) -> list[WalletConnection]:
@@ -170,6 +187,27 @@ class SiteDemo:
         output = result.get("output") if result is not None else None
         text = output.get("text") if isinstance(output, dict) else None
         return text if isinstance(text, str) else None
+
+    async def generate(
+        self,
+        pairing_or_session: str,
+        question: str,
+        params: dict[str, Any],
+        timeout: float = TEXT_CALL_TIMEOUT_S,
+    ) -> tuple[str | None, int]:
+        """One question as a ``text.generate`` call with ``params`` (``model``, ``maxTokens``,
+        ``stream``): ``(the answer's text or None, how many chunk frames came before it)``."""
+        connection = self.connection(pairing_or_session)
+        if connection is None:
+            return None, 0
+        self._next_id += 1
+        call_id = self._next_id
+        messages = {"messages": [{"role": "user", "content": question}]}
+        result = await connection.call(call_id, "text.generate", messages, params, timeout)
+        pieces = connection.chunks.pop(call_id, [])
+        output = result.get("output") if result is not None else None
+        text = output.get("text") if isinstance(output, dict) else None
+        return (text if isinstance(text, str) else None), len(pieces)
 
     # The WebSocket
 
@@ -267,6 +305,7 @@ class SiteDemo:
             return None
         connection = WalletConnection(ws, pairing, hello)
         self._wallets[pairing] = connection
+        self._latest[pairing] = connection
         self.hellos.append(hello.to_json())
         manifest = self.welcome_manifest
         if self.hostile == "lies-in-welcome":
@@ -277,8 +316,9 @@ class SiteDemo:
         return connection
 
     async def _serve(self, connection: WalletConnection) -> Close | None:
-        """After the welcome: results resolve calls, the rest is ignored, until the socket
-        closes (None) or a frame asks to close it: the close code and reason to send."""
+        """After the welcome: results resolve calls, grant frames change the grant, the rest
+        is ignored, until the socket closes (None) or a frame asks to close it: the close
+        code and reason to send."""
         ws = connection.ws
         while True:
             message = await ws.receive()
@@ -294,5 +334,10 @@ class SiteDemo:
                 connection.resolve(frame)
             elif isinstance(frame, Chunk):
                 connection.take_chunk(frame)
+            elif isinstance(frame, Grant):
+                connection.take_grant(frame)
+                log.info("event=grant-changed pairing=%s… max_parallel_calls=%d",
+                         connection.pairing[:6], connection.max_parallel_calls)  # fmt: skip
             elif isinstance(frame, Bye):
+                connection.said_bye = True
                 return CLOSE_BYE

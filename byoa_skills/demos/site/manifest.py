@@ -1,4 +1,5 @@
-"""The geography game's manifest and the ``bringyourownagent://`` link that carries it."""
+"""The site's manifests (the geography game's, the text mode's) and the
+``bringyourownagent://`` link that carries one."""
 
 from __future__ import annotations
 
@@ -19,6 +20,35 @@ GEO_MANIFEST: dict[str, Any] = {
     "privacy": "personal-voice",
     "expectedCost": {"perSession": "0.05 USD"},
 }
+
+#: The text mode's manifest: one question for two models from different companies.
+TEXT_MANIFEST: dict[str, Any] = {
+    "byoa": "0.1-draft",
+    "purpose": {
+        "summary": "Ask two models from different makers one question and compare the answers",
+        "limits": {"maxTextChars": 2000, "maxAnswerTokens": 256, "maxCallsPerMinute": 20},
+    },
+    "skills": {
+        "text.generate": {
+            "required": True,
+            "models": {
+                "count": 2,
+                "required": 2,
+                "differentCompanies": True,
+                "why": "Each question goes to both models; the page shows each answer beside "
+                "the code of the model that gave it",
+                "prefer": ["llama", "qwen"],
+            },
+        },
+    },
+    "privacy": "personal",
+    "expectedCost": {"perSession": "0.05 USD"},
+}
+
+#: The site's modes and the manifest each links with.
+MANIFESTS: dict[str, dict[str, Any]] = {"geo": GEO_MANIFEST, "text": TEXT_MANIFEST}
+#: The site's modes: ``geo`` (the geography game) and ``text`` (two models, one question).
+MODES = tuple(MANIFESTS)
 
 MAX_MANIFEST_BYTES = 4096
 
