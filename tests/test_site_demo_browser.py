@@ -1,5 +1,6 @@
 """The geography game's page in headless Chromium, with a fake microphone playing a WAV file
-and a stand-in wallet on the site's WebSocket: link, wait, record, transcribe, show.
+and a stand-in wallet on the site's WebSocket: link, wait, record, transcribe, show; and the
+text mode's page: a question to each model code, the grant as the wallet tells it, bye.
 
 It needs Debian's ``chromium-headless-shell`` (or ``BYOA_TEST_CHROMIUM`` naming a headless
 Chromium) and the ``playwright`` package, which drives it; no browser is downloaded. The
@@ -91,6 +92,49 @@ class StandInWallet:
                             }
                         )
                     )
+
+
+class StandInTextWallet:
+    """Plays the wallet for the text mode: hello with models m1 and m2, then answers each
+    call with the text ``answers`` gives its code (None: ``ok: false``), keeping the calls;
+    the test sends grant frames and the bye on :attr:`ws`."""
+
+    def __init__(self, link: str, answers: dict[str, str | None]) -> None:
+        self.params = dict(parse_qsl(urlsplit(link).query))
+        self.answers = answers
+        self.calls: list[dict[str, Any]] = []
+        self.ws: aiohttp.ClientWebSocketResponse | None = None
+        self.grant = {
+            "skills": ["text.generate"], "expiresAt": "2099-01-01T00:00:00Z",
+            "limits": {"maxCallsPerMinute": 20, "maxParallelCalls": 8}, "models": ["m1", "m2"],
+        }  # fmt: skip
+
+    async def run(self) -> None:
+        async with aiohttp.ClientSession() as http, http.ws_connect(self.params["endpoint"]) as ws:
+            self.ws = ws
+            await ws.send_str(json.dumps({
+                "type": "hello", "v": "0.1", "session": self.params["session"],
+                "pairing": None, "wallet": {"name": "stand-in", "version": "0.1"},
+                "grant": self.grant,
+            }))  # fmt: skip
+            async for message in ws:
+                frame = json.loads(message.data)
+                if frame["type"] != "call":
+                    continue
+                self.calls.append(frame)
+                text = self.answers[frame["params"]["model"]]
+                answer: dict[str, Any] = {
+                    "type": "result",
+                    "id": frame["id"],
+                    "ok": text is not None,
+                }
+                if text is not None:
+                    answer["output"] = {"text": text}
+                await ws.send_str(json.dumps(answer))
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        assert self.ws is not None
+        await self.ws.send_str(json.dumps(frame))
 
 
 @asynccontextmanager
@@ -193,3 +237,59 @@ def test_a_round_with_the_real_wallet(engine: Engine) -> None:
             await runner.cleanup()
 
     assert "norway" in asyncio.run(main()).lower()
+
+
+def test_the_text_page_shows_each_answer_beside_its_code_and_the_grant_the_wallet_tells() -> None:
+    async def main() -> None:
+        runner, url, _ = await start_site(port=0, mode="text")
+        try:
+            async with browser_page(url) as page:
+                errors: list[str] = []
+                page.on("pageerror", lambda error: errors.append(str(error)))
+                await page.click("#wallet-link")
+                await page.wait_for_selector("#open-wallet:not([hidden])")
+                link = await page.get_attribute("#open-wallet", "href")
+                assert link
+                wallet = StandInTextWallet(link, {"m1": MARKUP, "m2": None})
+                connected = asyncio.create_task(wallet.run())
+                await expect(page.locator("#grant-models")).to_have_text("m1, m2", timeout=20_000)
+                assert await page.text_content("#grant-state") == "connected"
+                limits = page.locator("#grant-limits li")
+                await expect(limits).to_have_text(["maxCallsPerMinute: 20", "maxParallelCalls: 8"])
+
+                await page.fill("#question", "Which country has the most lakes?")
+                await page.fill("#max-tokens", "32")
+                await page.click("#ask")
+                answers = page.locator("#answers article")
+                await expect(answers).to_have_count(2, timeout=20_000)
+                await expect(answers.locator("h3")).to_have_text(["m1", "m2"])
+                await expect(answers.locator(".text")).to_have_text([MARKUP, "no answer"])
+                assert await page.locator("#answers img").count() == 0  # text, not markup
+                assert await page.evaluate("window.injected") is None
+                assert await page.text_content("#counted") == "6 words, 33 characters"
+                assert sorted(c["params"]["model"] for c in wallet.calls) == ["m1", "m2"]
+                assert {c["params"]["maxTokens"] for c in wallet.calls} == {32}
+                question = wallet.calls[0]["input"]["messages"][0]["content"]
+                assert question == "Which country has the most lakes?"
+
+                # The visitor unticks m1 and pauses the site: the page shows the grant frame.
+                changed = {**wallet.grant, "models": ["m2"], "paused": True}
+                await wallet.send({"type": "grant", "grant": changed})
+                await expect(page.locator("#grant-models")).to_have_text("m2", timeout=10_000)
+                await expect(page.locator("#grant-state")).to_contain_text("paused")
+                await page.click("#ask")
+                await expect(answers.locator("h3")).to_have_text(["m2"], timeout=10_000)
+                await expect(answers.locator(".text")).to_have_text(["no answer"])
+                assert len(wallet.calls) == 2  # nothing was sent while paused
+
+                await wallet.send({"type": "bye"})
+                state = page.locator("#grant-state")
+                await expect(state).to_contain_text("ended", timeout=10_000)
+                assert "ended this session" in str(await page.text_content("#status"))
+                assert not await page.is_disabled("#wallet-link")
+                assert errors == []
+                await connected
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
