@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,39 @@ WINDOW_SECONDS = 30.0
 #: look degenerate on it are decoded again on the whole window (docs/runtime.md has the real
 #: speech it was judged on). 30 asks for the whole window.
 DEFAULT_ENCODER_SECONDS = 15.0
+
+#: The shorter encoder windows below :data:`DEFAULT_ENCODER_SECONDS` a clip may get, in
+#: seconds, and the margin its speech must leave in one (docs/runtime.md has the measurements).
+DEFAULT_WINDOWS = (5.0, 10.0)
+DEFAULT_WINDOW_MARGIN = 1.0
+#: Languages whose words the shortest windows cost, and the window each keeps at least.
+DEFAULT_WINDOW_FLOORS: tuple[tuple[str, float], ...] = ()
+#: Greedy decoding for clips of at most this many seconds of speech, in these languages
+#: (None: all), with the beam again for an answer below the log-probability floor.
+DEFAULT_GREEDY_UP_TO_SECONDS = 0.0
+DEFAULT_GREEDY_LANGUAGES: frozenset[str] | None = None
+DEFAULT_GREEDY_FALLBACK_LOGPROB = -0.6
+#: More tokens than this per second of speech cannot be real speech (plus a slack).
+DEFAULT_MAX_TOKENS_PER_SECOND = 12.0
+
+
+def engine_decode_options(encoder_seconds: float | None) -> DecodeOptions:
+    """The engine's decoding options on CTranslate2 with the longest short window
+    ``encoder_seconds`` (None: the whole window only, as faster-whisper decodes): the shorter
+    windows, their guard and the greedy choice the real-speech measurements support."""
+    if encoder_seconds is None:
+        return DecodeOptions()
+    return DecodeOptions(
+        encoder_seconds=encoder_seconds,
+        windows=tuple(w for w in DEFAULT_WINDOWS if w < encoder_seconds),
+        window_margin=DEFAULT_WINDOW_MARGIN,
+        window_floors=DEFAULT_WINDOW_FLOORS,
+        greedy_up_to_seconds=DEFAULT_GREEDY_UP_TO_SECONDS,
+        greedy_languages=DEFAULT_GREEDY_LANGUAGES,
+        greedy_fallback_logprob=DEFAULT_GREEDY_FALLBACK_LOGPROB,
+        max_tokens_per_second=DEFAULT_MAX_TOKENS_PER_SECOND,
+    )
+
 
 #: Calls a worker decodes together by default, by device: on the CPU batches did not pay
 #: (``byoa-bench batch``, docs/pool.md); a GPU decodes a batch in about the time of one clip.
@@ -116,6 +149,11 @@ class PoolConfig:
     #: default, :data:`DEFAULT_ENCODER_SECONDS` on CTranslate2, the whole window on PyTorch;
     #: 30: the whole window).
     encoder_seconds: float | None = field(default=None, metadata=_flag("--encoder-seconds"))
+    #: The threads a lone call's encoder runs on when every other worker is idle (None: every
+    #: core, when the pool has several single-threaded CTranslate2 workers on the CPU; 0:
+    #: never). Each worker then holds a second copy of the model for it; the decode stays on
+    #: the worker's own threads (docs/pool.md has the figures).
+    lone_call_threads: int | None = None
     #: After this many seconds without a call the workers are let go (the front process
     #: stays); the next call, grant or request starts them again. 0: never.
     idle_release: float = field(default=600.0, metadata=_flag("--idle-release"))
@@ -145,12 +183,21 @@ class PoolConfig:
         seconds = DEFAULT_ENCODER_SECONDS if self.encoder_seconds is None else self.encoder_seconds
         return None if seconds >= WINDOW_SECONDS else seconds
 
+    @property
+    def wide_threads(self) -> int:
+        """The threads of a lone call's encoder (0: it runs on the worker's own threads)."""
+        if self.lone_call_threads is not None:
+            return self.lone_call_threads if self.lone_call_threads > 1 else 0
+        several = self.workers > 1 and self.threads_per_worker == 1
+        on_cpu = self.device == Device.CPU and self.backend == Backend.CT2
+        return available_cores() if several and on_cpu and available_cores() > 1 else 0
+
     def decode_options(self) -> DecodeOptions:
-        """The decoding options each worker loads its backend with."""
-        options = DecodeOptions(encoder_seconds=self.encoder_window)
+        """The decoding options each worker loads its backend with: the engine's windows,
+        guard and decode choices (:func:`engine_decode_options`) on CTranslate2."""
         if self.backend == Backend.TORCH:
-            options = replace(options, beam_size=1)  # it decodes greedily
-        return options
+            return DecodeOptions(beam_size=1)  # it decodes greedily, on the whole window
+        return engine_decode_options(self.encoder_window)
 
 
 class SettingError(ValueError):
@@ -238,5 +285,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "batch_window": (_number(0.0), "a number of at least 0"),
     "encoder_seconds": (_encoder_seconds, "a number in [1, 30] (30: the whole window)"),
     "idle_release": (_number(0.0), "a number of seconds of at least 0 (0: never)"),
+    "lone_call_threads": (lambda value: value is None or _whole(0)(value),
+                          "a whole number of at least 0 (0: never)"),
 }  # fmt: skip
 _FIELDS = {setting.name: setting for setting in fields(PoolConfig)}

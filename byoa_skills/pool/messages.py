@@ -31,10 +31,12 @@ class JobItem:
 
 @dataclass(frozen=True)
 class Job:
-    """Transcribe these clips, decoded together as one batch; ``id`` names the answer."""
+    """Transcribe these clips, decoded together as one batch; ``id`` names the answer.
+    ``lone``: no other worker is busy, so the encoder may use the idle cores."""
 
     id: int
     items: tuple[JobItem, ...]
+    lone: bool = False
 
 
 @dataclass(frozen=True)

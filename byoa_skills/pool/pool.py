@@ -71,6 +71,9 @@ class Transcription:
     worker_pid: int
     #: How many calls the worker decoded together with this one (itself included).
     batch_size: int = 1
+    #: Whether it ran as a lone call (no other worker busy, nothing waiting): its encoder
+    #: could use the idle cores.
+    lone: bool = False
 
     @property
     def text(self) -> str:
@@ -162,6 +165,12 @@ class _Slot:
     gave_up: bool = False
     #: The slot's worker was let go while the pool was idle; the next call starts another.
     let_go: bool = False
+    #: Its worker keeps an encoder on the idle cores for lone calls (one slot at most).
+    wide: bool = False
+    #: It waits in :meth:`WorkerPool._next_call` for a call, with a warm worker.
+    waiting: bool = False
+    #: Lone calls another slot took from the queue and handed to this (wide) one.
+    handed: asyncio.Queue[_Call] = field(default_factory=asyncio.Queue, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -213,10 +222,11 @@ class WorkerPool:
         """Start every worker and return when all are warm; raise
         :class:`WorkerStartFailed` (after stopping the others) if one cannot start."""
         size = 2 * max_frames(self.config.max_clip_seconds) * max(1, self.config.max_batch)
+        wide = self.config.wide_threads > 1 and self.config.workers > 1
         for index in range(self.config.workers):
             shm = SharedMemory(create=True, size=size)
             samples = np.ndarray((size // 2,), dtype="<i2", buffer=shm.buf)
-            self._slots.append(_Slot(index, shm, samples))
+            self._slots.append(_Slot(index, shm, samples, wide=index == 0 and wide))
         try:
             await asyncio.gather(*(self._start_worker(slot) for slot in self._slots))
         except BaseException:
@@ -350,6 +360,9 @@ class WorkerPool:
         while not self._queue.empty():
             call = self._queue.get_nowait()
             _fail(call, ShuttingDown("the engine is shutting down"))
+        for slot in self._slots:
+            while not slot.handed.empty():
+                _fail(slot.handed.get_nowait(), ShuttingDown("the engine is shutting down"))
         await asyncio.gather(*(s.worker.stop() for s in self._slots if s.worker))
         for slot in self._slots:
             del slot.samples
@@ -450,6 +463,8 @@ class WorkerPool:
             first = await self._next_call(slot)
             if first is None:
                 continue
+            if self._hand_to_wide(slot, first):
+                continue
             calls = self._runnable(await self._join(slot, first))
             if not calls:
                 continue
@@ -525,21 +540,46 @@ class WorkerPool:
         return runnable
 
     async def _next_call(self, slot: _Slot) -> _Call | None:
-        """The next queued call, or None when the idle worker dies first."""
+        """The next queued call (or, for the wide slot, one handed to it), or None when the
+        idle worker dies first."""
         assert slot.worker is not None
         taking = asyncio.ensure_future(self._queue.get())
+        handed = asyncio.ensure_future(slot.handed.get()) if slot.wide else None
         exiting = asyncio.ensure_future(slot.worker.wait_exit())
+        waits = {taking, exiting} | ({handed} if handed else set())
+        slot.waiting = True
         try:
-            await asyncio.wait({taking, exiting}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:  # the pool is closing: a call just taken is answered
-            if taking.done() and not taking.cancelled():
-                _fail(taking.result(), ShuttingDown("the engine is shutting down"))
+            for got in (taking, handed):
+                if got is not None and got.done() and not got.cancelled():
+                    _fail(got.result(), ShuttingDown("the engine is shutting down"))
             raise
         finally:
+            slot.waiting = False
             exiting.cancel()
-            if not taking.done():
-                taking.cancel()
-        return taking.result() if taking.done() and not taking.cancelled() else None
+            for got in (taking, handed):
+                if got is not None and not got.done():
+                    got.cancel()
+        took = [got.result() for got in (handed, taking)
+                if got is not None and got.done() and not got.cancelled()]  # fmt: skip
+        for call in took[1:]:  # a handed call and a queued one at once: the queued one waits
+            self._queue.put_nowait(call)
+        return took[0] if took else None
+
+    def _hand_to_wide(self, slot: _Slot, call: _Call) -> bool:
+        """Give ``call`` to the wide slot when it would run alone there: this slot has no
+        wide encoder, the wide slot waits with a warm worker, no other worker is busy and
+        nothing else waits. Whether it was handed."""
+        if slot.wide or not self._queue.empty() or call.request != DecodeRequest():
+            return False
+        wide = next((s for s in self._slots if s.wide), None)
+        if wide is None or not wide.waiting or wide.worker is None or not wide.worker.warm:
+            return False
+        if any(s.busy for s in self._slots if s is not slot):
+            return False
+        wide.handed.put_nowait(call)
+        return True
 
     async def _run(self, slot: _Slot, calls: list[_Call]) -> None:
         """Run a batch. Each call is answered at its own deadline if the batch is still
@@ -559,7 +599,8 @@ class WorkerPool:
             loop.call_later(call.deadline - started, _fail, call, DeadlineExceeded(overrun))
             for call in calls
         ]
-        job = worker.run(Job(next(self._ids), tuple(items)))
+        lone = self._alone(slot, calls)
+        job = worker.run(Job(next(self._ids), tuple(items), lone=lone))
         try:
             answers = await asyncio.wait_for(job, max(c.deadline for c in calls) - started)
         except asyncio.TimeoutError:
@@ -596,9 +637,16 @@ class WorkerPool:
                 queued_seconds=started - call.arrived,
                 worker_pid=worker.pid or 0,
                 batch_size=len(calls),
+                lone=lone,
             )
             if not call.future.done():
                 call.future.set_result(transcription)
+
+    def _alone(self, slot: _Slot, calls: list[_Call]) -> bool:
+        """Whether ``calls`` may have the idle cores: one call, no other worker busy, nothing
+        waiting, and workers that keep an encoder for it."""
+        others_idle = not any(s.busy for s in self._slots if s is not slot)
+        return slot.wide and len(calls) == 1 and others_idle and self._queue.empty()
 
     def _should_recycle(self, slot: _Slot) -> bool:
         config, worker = self.config, slot.worker
@@ -643,6 +691,8 @@ class WorkerPool:
         log.error("event=worker-gave-up slot=%d error=%r", slot.index, error)
         slot.gave_up = True
         slot.worker = None
+        while not slot.handed.empty():  # lone calls handed to it go back to the queue
+            self._queue.put_nowait(slot.handed.get_nowait())
         telling = asyncio.get_running_loop().create_task(self._tell_warmth())
         self._telling.add(telling)
         telling.add_done_callback(self._telling.discard)
@@ -661,7 +711,9 @@ class WorkerPool:
 
     async def _start_worker_now(self, slot: _Slot) -> None:
         began = time.monotonic()
-        slot.worker = WorkerProcess(self.config, slot.shm.name, f"byoa-worker-{slot.index}")
+        slot.worker = WorkerProcess(
+            self.config, slot.shm.name, f"byoa-worker-{slot.index}", wide=slot.wide
+        )
         slot.calls_served = 0
         config = self.config
         slot.recycle_after = recycle_threshold(

@@ -32,7 +32,9 @@ class WorkerDied(Exception):
 class WorkerProcess:
     """A spawned worker process and the futures of what the parent waits for from it."""
 
-    def __init__(self, config: PoolConfig, shm_name: str, name: str) -> None:
+    def __init__(self, config: PoolConfig, shm_name: str, name: str, wide: bool = False) -> None:
+        """Spawn the worker; ``wide``: it also keeps an encoder on ``config.wide_threads``
+        threads for lone calls."""
         self._config = config
         self._loop = asyncio.get_running_loop()
         for name, value in WORKER_ENVIRONMENT.items():  # a spawned child takes os.environ
@@ -40,7 +42,7 @@ class WorkerProcess:
         parent_end, child_end = _SPAWN.Pipe(duplex=True)
         self._conn: Connection = parent_end
         self._process = _SPAWN.Process(
-            target=run_worker, args=(child_end, config, shm_name), name=name, daemon=True
+            target=run_worker, args=(child_end, config, shm_name, wide), name=name, daemon=True
         )
         self._process.start()
         self._pid = self._process.pid

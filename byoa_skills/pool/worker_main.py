@@ -26,15 +26,18 @@ from byoa_skills.wav import Clip, parse_wav
 WARM_UP_CLIP = "warmup.wav"
 
 
-def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
-    """The worker's whole life: load, warm up, report ready, answer jobs until told to stop."""
+def run_worker(conn: Connection, config: PoolConfig, shm_name: str, wide: bool = False) -> None:
+    """The worker's whole life: load, warm up, report ready, answer jobs until told to stop.
+    ``wide``: it also loads the encoder a lone call runs on ``config.wide_threads`` threads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _thread_lock_for_progress_bars()
     try:
         shm = SharedMemory(name=shm_name)
-        backend = _load_backend(config)
+        backend = _load_backend(config, wide)
         if config.warm_up:
             backend.transcribe(warm_up_samples(), "en")
+            if wide:
+                backend.transcribe_batch([(warm_up_samples(), "en")], wide=True)
     except BaseException as error:  # a worker that cannot start says why, then ends
         conn.send(StartFailed(_one_line(error)))
         return
@@ -46,12 +49,16 @@ def run_worker(conn: Connection, config: PoolConfig, shm_name: str) -> None:
             return
         if not isinstance(message, Job):  # Stop, or nothing this worker knows
             return
-        conn.send(Answers(message.id, _answers(backend, shm, message.items), rss_mib()))
+        answers = _answers(backend, shm, message.items, message.lone)
+        conn.send(Answers(message.id, answers, rss_mib()))
 
 
-def _answers(backend, shm: SharedMemory, items: tuple[JobItem, ...]) -> tuple[Answer, ...]:  # type: ignore[no-untyped-def]
+def _answers(  # type: ignore[no-untyped-def]
+    backend, shm: SharedMemory, items: tuple[JobItem, ...], lone: bool
+) -> tuple[Answer, ...]:
     """One answer per clip of the job: the plain clips decoded as one batch (a failure of the
-    batch refuses each of them), the others one by one as their requests ask."""
+    batch refuses each of them; ``lone``: on the idle cores too), the others one by one as
+    their requests ask."""
     from byoa_skills.runtimes.speech import RuntimeRefusal
 
     plain = [index for index, item in enumerate(items) if item.request.plain]
@@ -59,7 +66,7 @@ def _answers(backend, shm: SharedMemory, items: tuple[JobItem, ...]) -> tuple[An
     try:
         batch = [(_samples(shm, items[i].offset, items[i].frames), items[i].language)
                  for i in plain]  # fmt: skip
-        decoded = backend.transcribe_batch(batch) if batch else []
+        decoded = backend.transcribe_batch(batch, wide=lone) if batch else []
         for index, answer in zip(plain, decoded, strict=True):
             answers[index] = answer
     except Exception as error:
@@ -85,7 +92,7 @@ def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
     return Clip(np.frombuffer(shm.buf, dtype="<i2", count=frames, offset=2 * offset)).to_float32()
 
 
-def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
+def _load_backend(config: PoolConfig, wide: bool):  # type: ignore[no-untyped-def]
     from byoa_skills.runtimes.speech import load_backend
 
     return load_backend(
@@ -96,6 +103,7 @@ def _load_backend(config: PoolConfig):  # type: ignore[no-untyped-def]
         cpu_threads=config.threads_per_worker,
         options=config.decode_options(),
         backend=config.backend.value,
+        **({"wide_threads": config.wide_threads} if wide else {}),
     )
 
 

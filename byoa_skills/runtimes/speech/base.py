@@ -53,7 +53,9 @@ class Transcript:
     call asked for timestamps (:class:`DecodeRequest`). ``window_seconds`` is the encoder
     window that gave the answer (30: Whisper's whole window; less: the short window, see
     :attr:`DecodeOptions.encoder_seconds`). ``tokens``, ``budget_hit`` and ``avg_logprob`` say
-    how the decode went, when the backend knows (for the short window's guard).
+    how the decode went, when the backend knows (for the short window's guard);
+    ``beam_size`` the beams of the decode that gave it (1: greedy; 0: none ran), and
+    ``attempts`` how many decodes it took (more than 1: the guard decoded it again).
     """
 
     text: str
@@ -65,6 +67,12 @@ class Transcript:
     tokens: int = 0
     budget_hit: bool = False
     avg_logprob: float | None = None
+    beam_size: int = 0
+    attempts: int = 1
+    #: The threads the encoder ran on for the answer (0: not known).
+    encoder_threads: int = 0
+    #: The seconds of speech the model was given (after the VAD cut the rest; 0: not known).
+    speech_seconds: float = 0.0
 
 
 class SpeechBackend(ABC):
@@ -97,11 +105,13 @@ class SpeechBackend(ABC):
 
     @abstractmethod
     def transcribe_batch(
-        self, items: Sequence[tuple[np.ndarray, str | None]]
+        self, items: Sequence[tuple[np.ndarray, str | None]], *, wide: bool = False
     ) -> list[Transcript | RuntimeRefusal]:
         """Each ``(samples, language)`` clip's answer, in order, decoded together; a clip
         that cannot be answered gets its :class:`RuntimeRefusal` in its place and costs the
-        others nothing."""
+        others nothing. ``wide`` says the machine's other cores are idle: a backend that can
+        encode on more threads may (the answers are the same either way, up to the
+        arithmetic's order); one that cannot ignores it."""
 
     def transcribe_detailed(
         self, samples: np.ndarray, language: str | None, request: DecodeRequest

@@ -21,13 +21,15 @@ def load_backend(
     num_workers: int = 1,
     options: DecodeOptions | None = None,
     backend: str = "ct2",
+    wide_threads: int = 0,
 ) -> SpeechBackend:
     """A loaded backend for the CTranslate2 Whisper model in ``model_dir``, ready to transcribe.
 
     ``model_name`` (e.g. ``base``, ``tiny.en``) names the model for messages; which languages it
     can do is read from the model itself. ``backend`` ``ct2`` is :class:`WhisperCT2Backend`,
     ``torch`` :class:`WhisperTorchBackend` (greedy decoding; it has no ``num_workers``). The
-    other arguments are those of the backend's class. Raises what its ``load()`` raises.
+    other arguments are those of the backend's class (``wide_threads`` is the CTranslate2
+    backend's alone; the torch backend has none). Raises what its ``load()`` raises.
     """
     loaded: SpeechBackend
     if backend == "ct2":
@@ -39,6 +41,7 @@ def load_backend(
             num_workers=num_workers,
             options=options,
             name=model_name,
+            wide_threads=wide_threads,
         )
     elif backend == "torch":
         loaded = WhisperTorchBackend(

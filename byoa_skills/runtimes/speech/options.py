@@ -17,6 +17,8 @@ class DecodeOptions:
 
     #: Fixed: no sampling, no temperature fallback.
     TEMPERATURE: ClassVar[float] = 0.0
+    #: Tokens a short answer may have beyond :attr:`max_tokens_per_second` of its speech.
+    TOKEN_SLACK: ClassVar[int] = 8
 
     #: Beams searched; 1 is greedy decoding. 5 costs little more than 1 on these clips and is
     #: more accurate on long ones.
@@ -50,7 +52,30 @@ class DecodeOptions:
     max_new_tokens: int | None = 224
     #: Encode only the window's first this many seconds when the audio fits in them (None:
     #: the whole 30 s window Whisper was trained on). docs/runtime.md has its accuracy cost.
+    #: With :attr:`windows` it is the longest short window.
     encoder_seconds: float | None = None
+    #: Shorter windows than ``encoder_seconds`` a clip may be encoded in, in seconds: each
+    #: clip gets the shortest of them (or ``encoder_seconds``) that holds its speech plus
+    #: :attr:`window_margin`, and the guard moves an answer that looks degenerate up to the
+    #: next larger one, then to the whole window. Only used with ``encoder_seconds``.
+    windows: tuple[float, ...] = ()
+    #: Seconds a window must hold beyond the clip's speech.
+    window_margin: float = 0.0
+    #: Per language, the shortest window it may be given (a language whose words the short
+    #: windows cost keeps a larger floor), as ``(code, seconds)`` pairs.
+    window_floors: tuple[tuple[str, float], ...] = ()
+    #: Clips whose speech is at most this many seconds are decoded greedily (one beam) in
+    #: the languages of :attr:`greedy_languages`; the rest with ``beam_size`` beams.
+    greedy_up_to_seconds: float = 0.0
+    #: The languages greedy decoding is used for (None: every language).
+    greedy_languages: frozenset[str] | None = None
+    #: A greedy answer whose average token log-probability is below this is decoded again
+    #: with the beam, on the same encoder output (None: never).
+    greedy_fallback_logprob: float | None = None
+    #: A short-window answer with more tokens than this many per second of speech (plus
+    #: :data:`TOKEN_SLACK`) holds more than the audio can, and is decoded again on the next
+    #: larger window (None: no such check).
+    max_tokens_per_second: float | None = None
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -65,6 +90,39 @@ class DecodeOptions:
             raise ValueError(f"encoder_seconds must be in [1, 30], got {self.encoder_seconds}")
         if self.max_new_tokens is not None and not 1 <= self.max_new_tokens <= 440:
             raise ValueError(f"max_new_tokens must be in [1, 440], got {self.max_new_tokens}")
+        if any(not 1.0 <= w <= 30.0 for w in self.windows) or list(self.windows) != sorted(
+            set(self.windows)
+        ):
+            raise ValueError(f"windows must rise, each in [1, 30], got {self.windows}")
+        if any(not 1.0 <= w <= 30.0 for _, w in self.window_floors):
+            raise ValueError(f"window floors must be in [1, 30], got {self.window_floors}")
+        if self.window_margin < 0 or self.greedy_up_to_seconds < 0:
+            raise ValueError("window_margin and greedy_up_to_seconds must not be negative")
+        if self.max_tokens_per_second is not None and self.max_tokens_per_second <= 0:
+            raise ValueError("max_tokens_per_second must be above 0")
+
+    def window_ladder(self) -> tuple[float, ...]:
+        """The windows a clip may climb, shortest first, ending with the whole 30 s."""
+        if self.encoder_seconds is None or self.encoder_seconds >= 30.0:
+            return (30.0,)
+        shorter = tuple(w for w in self.windows if w < self.encoder_seconds)
+        return (*shorter, float(self.encoder_seconds), 30.0)
+
+    def first_window(self, speech_seconds: float, language: str | None) -> float:
+        """The window a clip of ``speech_seconds`` of speech in ``language`` is first encoded
+        in: the shortest of :meth:`window_ladder` that holds it plus the margin and is not
+        below the language's floor."""
+        floor = dict(self.window_floors).get(language or "", 0.0)
+        need = speech_seconds + self.window_margin
+        return next((w for w in self.window_ladder() if w >= need and w >= floor), 30.0)
+
+    def beams_for(self, speech_seconds: float, language: str | None) -> int:
+        """The beams a clip is first decoded with: 1 (greedy) for a short clip in a
+        language of :attr:`greedy_languages`, else :attr:`beam_size`."""
+        greedy = speech_seconds <= self.greedy_up_to_seconds and (
+            self.greedy_languages is None or (language or "") in self.greedy_languages
+        )
+        return 1 if greedy else self.beam_size
 
 
 #: What a clip's answer carries beyond its text: nothing, segments, or segments and words.

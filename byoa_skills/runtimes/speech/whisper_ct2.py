@@ -9,12 +9,14 @@ import os
 import time
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from byoa_skills.runtimes.speech.base import (
+    SAMPLE_RATE,
     Segment,
     SpeechBackend,
     Transcript,
@@ -55,18 +57,22 @@ class WhisperCT2Backend(SpeechBackend):
         num_workers: int = 1,
         options: DecodeOptions | None = None,
         name: str | None = None,
+        wide_threads: int = 0,
     ) -> None:
         """Set the backend up; nothing is loaded until :meth:`load`.
 
         ``compute_type`` ``"default"`` is int8 on the CPU and float16 on CUDA. ``cpu_threads``
         0 lets CTranslate2 choose; ``num_workers`` is how many calls from different threads
         may run the model at once. ``name`` names the model in messages (default: the
-        folder's name).
+        folder's name). ``wide_threads`` above ``cpu_threads`` (on the CPU) loads a second
+        copy of the model on that many threads, used only to encode when a call asks for it
+        (``transcribe_batch(..., wide=True)``): the encoder scales with threads, the decoder
+        does not.
         """
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
-        if cpu_threads < 0 or num_workers < 1:
-            raise ValueError("cpu_threads must be >= 0 and num_workers >= 1")
+        if cpu_threads < 0 or num_workers < 1 or wide_threads < 0:
+            raise ValueError("cpu_threads, wide_threads must be >= 0 and num_workers >= 1")
         self.model_dir = Path(model_dir)
         self.name = name if name is not None else self.model_dir.name
         self.device = device
@@ -80,6 +86,8 @@ class WhisperCT2Backend(SpeechBackend):
         self._languages: frozenset[str] = frozenset()
         self._suppress_tokens: tuple[int, ...] = ()
         self._vad_options: Any = None
+        self.wide_threads = wide_threads if device == "cpu" and wide_threads > cpu_threads else 0
+        self._wide: Any = None
 
     def load(self) -> None:
         """Load the model (and the VAD model when the options use it). Idempotent.
@@ -113,6 +121,13 @@ class WhisperCT2Backend(SpeechBackend):
         self._suppress_tokens = tuple(get_suppressed_tokens(english, [-1]))
         if self.options.vad_filter:
             self._vad_options = load_vad(self.options)
+        if self.wide_threads:
+            import ctranslate2
+
+            self._wide = ctranslate2.models.Whisper(
+                str(self.model_dir), device=self.device, compute_type=self.compute_type,
+                intra_threads=self.wide_threads,
+            )  # fmt: skip
         self._languages = frozenset(languages)
         self._model = model
 
@@ -132,22 +147,26 @@ class WhisperCT2Backend(SpeechBackend):
         return self._require_model().model.is_multilingual
 
     def transcribe_batch(
-        self, items: Sequence[tuple[np.ndarray, str | None]]
+        self, items: Sequence[tuple[np.ndarray, str | None]], *, wide: bool = False
     ) -> list[Transcript | RuntimeRefusal]:
-        """Each clip's text, from one batched encoder pass and one batched decode.
+        """Each clip's text, from batched encoder passes and batched decodes.
 
         ``items`` are ``(samples, language)`` pairs as :meth:`transcribe` takes them; their
         languages may differ. An item that cannot be answered gets its
-        :class:`RuntimeRefusal` in its place and costs the others nothing. Each clip's first
-        30 s window is encoded (the first :attr:`DecodeOptions.encoder_seconds` only, when
-        every clip of the batch fits in them), and the language of a clip that names none
-        is detected from that same encoder output. The answers are those :meth:`transcribe`
-        gives for each clip alone.
+        :class:`RuntimeRefusal` in its place and costs the others nothing. Each clip is
+        encoded in the window :meth:`DecodeOptions.first_window` gives its speech (the whole
+        30 s window unless the options ask for shorter ones), the clips of one window
+        together, and decoded with :meth:`DecodeOptions.beams_for` beams; the guard
+        (:func:`guard_step`) sends an answer that looks degenerate up a window, and a weak
+        greedy one to the beam. The language of a clip that names none is detected from its
+        encoder output. ``wide`` encodes on :attr:`wide_threads` threads (when the backend
+        has them: a lone call on an otherwise idle machine); the decode always runs on
+        ``cpu_threads``. The answers are those :meth:`transcribe` gives for each clip alone.
         """
         began = time.perf_counter()
         model = self._require_model()
         answers: list[Transcript | RuntimeRefusal | None] = [None] * len(items)
-        windows: list[tuple[int, np.ndarray, str | None]] = []
+        pending: list[_Clip] = []
         for index, (samples, language) in enumerate(items):
             try:
                 check_call(samples, language, self._languages, self.name)
@@ -160,59 +179,102 @@ class WhisperCT2Backend(SpeechBackend):
                 continue
             features = model.feature_extractor(audio)
             window = min(model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
-            windows.append((index, features[:, :window], language))
-        if windows:
-            for (index, _, _), transcript in zip(
-                windows, self._decode(model, windows, began), strict=True
-            ):
-                answers[index] = transcript
+            seconds = audio.size / SAMPLE_RATE
+            pending.append(
+                _Clip(index, features[:, :window], language, seconds,
+                      self.options.first_window(seconds, language),
+                      self.options.beams_for(seconds, language))
+            )  # fmt: skip
+        while pending:
+            again: list[_Clip] = []
+            for group in _groups(pending):
+                again += self._decode_group(model, group, began, wide)
+            for clip in pending:
+                if clip.answer is not None:
+                    answers[clip.index] = clip.answer
+            pending = again
         return [answer for answer in answers if answer is not None]
 
-    def _decode(
-        self, model: WhisperModel, windows: list[tuple[int, np.ndarray, str | None]], began: float
-    ) -> list[Transcript]:
-        """Each window's transcript: on the short encoder window when the options ask for one
-        and the clips fit, and then again on the whole window for each answer that looks
-        degenerate (:func:`looks_degenerate`)."""
-        full = model.feature_extractor.nb_max_frames
-        frames = self.encoder_frames(max(features.shape[-1] for _, features, _ in windows))
-        transcripts = self._decode_on(model, windows, began, frames)
-        if frames < full and self.options.short_window_guard:
-            again = [i for i, t in enumerate(transcripts) if looks_degenerate(t, self.options)]
-            if again:
-                redone = self._decode_on(model, [windows[i] for i in again], began, full)
-                for position, transcript in zip(again, redone, strict=True):
-                    transcripts[position] = transcript
-        return transcripts
+    def _decode_group(
+        self, model: WhisperModel, group: list[_Clip], began: float, wide: bool
+    ) -> list[_Clip]:
+        """Encode the clips of one window together, decode them, and keep each answer the
+        guard accepts (``clip.answer``); the clips to decode again, on their next step."""
+        from faster_whisper.audio import pad_or_trim
 
-    def _decode_on(
+        frames = self._frames(group[0].window)
+        batch = np.stack([pad_or_trim(clip.features, frames) for clip in group])
+        encoder_output = self._encode(model, batch, wide)
+        threads = self.wide_threads if wide and self._wide is not None else self.cpu_threads
+        for position, clip in enumerate(group):
+            if clip.language is None and clip.detected is None:
+                clip.detected = self._detect(model, encoder_output, position)
+        floors = dict(self.options.window_floors)
+        again: list[_Clip] = []
+        now: list[int] = []
+        for position, clip in enumerate(group):
+            floor = floors.get(clip.spoken or "", 0.0)
+            if clip.language is None and clip.window < floor:  # detected: a larger floor
+                again.append(
+                    clip.moved(window=self.options.first_window(clip.seconds, clip.spoken))
+                )
+            else:
+                now.append(position)
+        by_beams: dict[int, list[int]] = {}
+        for position in now:
+            by_beams.setdefault(group[position].beams, []).append(position)
+        while by_beams:
+            beams, positions = by_beams.popitem()
+            clips = [group[p] for p in positions]
+            output = _rows(encoder_output, positions, len(group))
+            transcripts = self._generate(model, output, clips, beams, began, threads)
+            retry_beam: list[int] = []
+            for position, clip, transcript in zip(positions, clips, transcripts, strict=True):
+                step = guard_step(self.options, clip.window, clip.beams, clip.seconds,
+                                  transcript)  # fmt: skip
+                if step is None:
+                    clip.answer = replace(transcript, attempts=clip.attempts)
+                elif step == "beam":
+                    clip.beams, clip.attempts = self.options.beam_size, clip.attempts + 1
+                    retry_beam.append(position)
+                else:
+                    again.append(clip.moved(window=step, attempts=clip.attempts + 1))
+            if retry_beam:  # the same encoder output, decoded with the beam
+                by_beams.setdefault(self.options.beam_size, []).extend(retry_beam)
+        return again
+
+    def _encode(self, model: WhisperModel, batch: np.ndarray, wide: bool) -> Any:
+        if wide and self._wide is not None:
+            from faster_whisper.transcribe import get_ctranslate2_storage
+
+            return self._wide.encode(get_ctranslate2_storage(batch), to_cpu=False)
+        return model.encode(batch)
+
+    @staticmethod
+    def _detect(model: WhisperModel, encoder_output: Any, position: int) -> tuple[str, float]:
+        if not model.model.is_multilingual:
+            return "en", 1.0
+        token, probability = model.model.detect_language(encoder_output)[position][0]
+        return token[2:-2], float(probability)
+
+    def _frames(self, window_seconds: float) -> int:
+        full = self._require_model().feature_extractor.nb_max_frames
+        return full if window_seconds >= 30.0 else round(window_seconds * full / 30.0)
+
+    def _generate(
         self,
         model: WhisperModel,
-        windows: list[tuple[int, np.ndarray, str | None]],
+        encoder_output: Any,
+        clips: list[_Clip],
+        beams: int,
         began: float,
-        frames: int,
+        encoder_threads: int,
     ) -> list[Transcript]:
-        from faster_whisper.audio import pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
 
-        window_seconds = round(frames * 30.0 / model.feature_extractor.nb_max_frames, 2)
-        batch = np.stack([pad_or_trim(features, frames) for _, features, _ in windows])
-        encoder_output = model.encode(batch)
-        languages: list[tuple[str, float]] = []
-        detected = None
-        for position, (_, _, language) in enumerate(windows):
-            if language is not None:
-                languages.append((language, 1.0))
-            elif not model.model.is_multilingual:
-                languages.append(("en", 1.0))
-            else:
-                if detected is None:
-                    detected = model.model.detect_language(encoder_output)
-                token, probability = detected[position][0]
-                languages.append((token[2:-2], float(probability)))
         tokenizers = [
-            Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", language)
-            for language, _ in languages
+            Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", clip.spoken)
+            for clip in clips
         ]
         prompts = [self._prompt(tokenizer) for tokenizer in tokenizers]
         o = self.options
@@ -221,7 +283,7 @@ class WhisperCT2Backend(SpeechBackend):
         results = model.model.generate(
             encoder_output,
             prompts,
-            beam_size=o.beam_size,
+            beam_size=beams,
             patience=o.patience,
             length_penalty=1.0,
             repetition_penalty=1.0,
@@ -234,9 +296,7 @@ class WhisperCT2Backend(SpeechBackend):
             max_initial_timestamp_index=round(1.0 / model.time_precision),
         )
         transcripts = []
-        for result, tokenizer, (language, probability) in zip(
-            results, tokenizers, languages, strict=True
-        ):
+        for result, tokenizer, clip in zip(results, tokenizers, clips, strict=True):
             tokens = result.sequences_ids[0]
             # faster-whisper's rule: a window that is likely silence and decoded with low
             # confidence holds no text.
@@ -247,16 +307,20 @@ class WhisperCT2Backend(SpeechBackend):
                 and not (o.log_prob_threshold is not None and average > o.log_prob_threshold)
             )
             text = "" if silent else tokenizer.decode(tokens).strip()
+            language, probability = (clip.language, 1.0) if clip.language else clip.detected
             transcripts.append(
                 Transcript(
                     text=text,
                     language=language,
                     language_probability=probability,
                     seconds=time.perf_counter() - began,
-                    window_seconds=window_seconds,
+                    window_seconds=clip.window,
                     tokens=len(tokens),
                     budget_hit=len(tokens) >= budget,
                     avg_logprob=float(average),
+                    beam_size=beams,
+                    encoder_threads=encoder_threads,
+                    speech_seconds=round(clip.seconds, 3),
                 )
             )
         return transcripts
@@ -314,17 +378,13 @@ class WhisperCT2Backend(SpeechBackend):
             segments=segments if request.timestamps != "none" else (),
         )
 
-    def encoder_frames(self, content_frames: int) -> int:
-        """The mel frames the encoder is given for a batch whose longest window has
-        ``content_frames``: the whole 30 s window, or the first ``encoder_seconds`` of it
-        when the options ask for a shorter encoder and the audio fits."""
+    def encoder_frames(self, content_frames: int, language: str | None = None) -> int:
+        """The mel frames the encoder is first given for a clip whose speech has
+        ``content_frames`` frames: the whole 30 s window, or the window
+        :meth:`DecodeOptions.first_window` chooses for it."""
         model = self._require_model()
-        full = model.feature_extractor.nb_max_frames
-        seconds = self.options.encoder_seconds
-        if seconds is None:
-            return full
-        short = round(seconds * full / 30.0)
-        return short if content_frames <= short else full
+        seconds = content_frames * 30.0 / model.feature_extractor.nb_max_frames
+        return self._frames(self.options.first_window(seconds, language))
 
     def _prompt(self, tokenizer: Any) -> list[int]:
         prompt = list(tokenizer.sot_sequence)
@@ -383,6 +443,38 @@ def looks_degenerate(transcript: Transcript, options: DecodeOptions) -> bool:
     )
 
 
+def guard_step(
+    options: DecodeOptions,
+    window: float,
+    beams: int,
+    speech_seconds: float,
+    transcript: Transcript,
+) -> float | str | None:
+    """What the guard does with an answer decoded on ``window`` seconds with ``beams`` beams
+    from ``speech_seconds`` of speech: keep it (None); decode it again on the next larger
+    window (that window's seconds) when it looks degenerate (:func:`looks_degenerate`) or
+    holds more tokens than its speech can (``options.max_tokens_per_second``); or decode it
+    again with the beam on the same encoder output (``"beam"``) when it was greedy and its
+    average token log-probability is below ``options.greedy_fallback_logprob``, or it looks
+    degenerate on the whole window."""
+    o = options
+    if not transcript.text:
+        return None
+    if o.short_window_guard and window < 30.0:
+        too_many = (
+            o.max_tokens_per_second is not None
+            and transcript.tokens > o.max_tokens_per_second * speech_seconds + o.TOKEN_SLACK
+        )
+        if too_many or looks_degenerate(transcript, o):
+            return next(w for w in o.window_ladder() if w > window)
+    if beams == 1 and o.beam_size > 1:
+        floor = o.greedy_fallback_logprob
+        weak = floor is not None and (transcript.avg_logprob or 0.0) < floor
+        if weak or (o.short_window_guard and looks_degenerate(transcript, o)):
+            return "beam"
+    return None
+
+
 def _segment(piece: Any) -> Segment:
     """Our :class:`Segment` of one of faster-whisper's segments."""
     words = tuple(
@@ -399,6 +491,52 @@ def _segment(piece: Any) -> Segment:
         no_speech_prob=float(piece.no_speech_prob),
         words=words,
     )
+
+
+@dataclass
+class _Clip:
+    """One clip on its way through the window ladder: where its answer goes, its features,
+    the language asked for (or detected), its speech's seconds, the window and beams of its
+    next decode, and how many decodes it has had."""
+
+    index: int
+    features: np.ndarray
+    language: str | None
+    seconds: float
+    window: float
+    beams: int
+    attempts: int = 1
+    detected: tuple[str, float] | None = None
+    answer: Transcript | None = None
+
+    @property
+    def spoken(self) -> str:
+        """The language it is decoded in: the one asked for, or the one detected."""
+        if self.language is not None:
+            return self.language
+        assert self.detected is not None
+        return self.detected[0]
+
+    def moved(self, **changes: Any) -> _Clip:
+        """The same clip, for another decode."""
+        return replace(self, answer=None, **changes)
+
+
+def _groups(clips: list[_Clip]) -> list[list[_Clip]]:
+    """The clips by window, shortest first: one encoder pass each."""
+    by_window: dict[float, list[_Clip]] = {}
+    for clip in clips:
+        by_window.setdefault(clip.window, []).append(clip)
+    return [by_window[w] for w in sorted(by_window)]
+
+
+def _rows(encoder_output: Any, positions: list[int], size: int) -> Any:
+    """The encoder output of the batch rows at ``positions`` (all of it when they are all)."""
+    if positions == list(range(size)):
+        return encoder_output
+    import ctranslate2
+
+    return ctranslate2.StorageView.from_array(np.asarray(encoder_output)[positions])
 
 
 def _transcript(text: str, language: str | None, probability: float, began: float) -> Transcript:

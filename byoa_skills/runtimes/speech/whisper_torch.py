@@ -192,7 +192,7 @@ class WhisperTorchBackend(SpeechBackend):
         return self._require_model()
 
     def transcribe_batch(
-        self, items: Sequence[tuple[np.ndarray, str | None]]
+        self, items: Sequence[tuple[np.ndarray, str | None]], *, wide: bool = False
     ) -> list[Transcript | RuntimeRefusal]:
         """Each clip's text, from batched encoder passes and batched greedy decoding.
 
