@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from byoa_skills import __version__
 from byoa_skills.demos.site.app import start_site
 from byoa_skills.directlink import client
+from byoa_skills.directlink import intake as intake_module
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.protocol import frames
 from byoa_skills.protocol.frames import (
@@ -462,8 +463,15 @@ class RecordingSite:
 @pytest.fixture
 def shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WalletShim:
     """An in-process wallet's shim with no model (every call is refused), its records kept
-    under ``tmp_path``."""
+    under ``tmp_path``. A link's speech skill counts as one it can serve (these tests are of
+    the frames, not of a model: every call is refused ``skill-unavailable``); with no text
+    source, text is left out."""
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path))
+
+    async def every_skill(engine: SkillEngine, manifest: dict[str, Any]) -> set[str]:
+        return set(manifest["skills"]) - {"text.generate"}
+
+    monkeypatch.setattr(intake_module, "fitting_skills", every_skill)
     return WalletShim(SkillEngine(None), SiteStore(), ActivityLog())
 
 
@@ -532,7 +540,7 @@ def test_the_wallet_sends_its_golden_frames(
     assert hello == (
         f'{{"type": "hello", "v": "0.1", "session": "{session}", "pairing": null, "wallet": '
         f'{{"name": "byoa-skills", "version": "{__version__}"}}, "grant": {{"skills": '
-        f'["audio.transcribe", "text.generate"], "expiresAt": "{grant["expiresAt"]}", '
+        f'["audio.transcribe"], "expiresAt": "{grant["expiresAt"]}", '
         '"limits": {"maxCallsPerMinute": 40, "maxClipSeconds": 15, "maxParallelCalls": 8, '
         '"maxCallSeconds": 120.0}}}'
     )

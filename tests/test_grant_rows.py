@@ -16,10 +16,6 @@ from speech import skill_input
 from byoa_skills.byoag.keys import PairwiseKeys
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.byoag.scope import RegistrationCalls
-from byoa_skills.demos.site.manifest import build_link, encode_manifest
-from byoa_skills.directlink.check import check_link
-from byoa_skills.directlink.client import link_grant
-from byoa_skills.extension.requests import request_grant
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms
@@ -34,7 +30,9 @@ from byoa_skills.store.grant_rows import (
 )
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.allow import ALLOW_GRANT_SECONDS, allow_grant
+from byoa_skills.wallet_shim.consent_offer import Offer, offer_grant
 from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.visitor_choices import VisitorChoices
 
 GAME = "https://geo.example.org"
 DAY_MS = 24 * 3600 * 1000
@@ -97,12 +95,11 @@ def expires_ms(document: dict[str, Any]) -> int:
 
 def test_every_way_in_gives_the_grant_an_allow_gives() -> None:
     manifest = copy.deepcopy(GEO_MANIFEST)
-    link = build_link("wss://geo.example.org/byoa", encode_manifest(manifest), "S" * 28)
-    check = check_link(link)
-    assert check.ok, check
     skills = sorted(manifest["skills"])
+    offer = Offer("https://geo.example.org", manifest, skills)
     before = now_ms()
-    given = {"link": link_grant(check), "page": request_grant(manifest, skills)}
+    given = {"no consent": offer_grant(offer, None),
+             "consent": offer_grant(offer, VisitorChoices())}  # fmt: skip
     after = now_ms()
     for way, document in given.items():
         assert {k: v for k, v in document.items() if k != "expiresAt"} == {

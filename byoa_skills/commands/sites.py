@@ -1,4 +1,4 @@
-"""``byoa-skills sites``: list the sites, pause, resume, block or forget one."""
+"""``byoa-skills sites``: list the sites, pause, resume, block or forget one, set its limits."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from byoa_skills.commands.site_limits import add_limits_parser
 from byoa_skills.store.sites import SiteEntry, SiteListError, SiteStore, normalize_origin
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
@@ -46,6 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     own.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
     own.add_argument("setting", choices=("on", "off"))
+    add_limits_parser(actions)
     sites.set_defaults(run=run)
 
 

@@ -34,17 +34,19 @@ from byoa_skills.protocol.frames import (
     Welcome,
     bye_frame,
     encode,
-    grant_object,
+    grant_frame,
     hello_frame,
     read_frame,
 )
 from byoa_skills.protocol.pending import PENDING_MARGIN
 from byoa_skills.protocol.serving import SendChunk, serve_calls
+from byoa_skills.store.clock import now_ms
 from byoa_skills.store.link_pairings import PairingStore
-from byoa_skills.wallet_shim.allow import allow_grant
+from byoa_skills.wallet_shim.consent_offer import make_offer, offer_grant
+from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.limits import DEFAULT_MAX_PARALLEL_CALLS
-from byoa_skills.wallet_shim.on_my_own import remember_on_my_own
+from byoa_skills.wallet_shim.on_my_own import granted_part, remember_on_my_own
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.direct")
@@ -70,8 +72,12 @@ class LinkSession:
     decide_on_my_own: bool
     pairing: str | None = None
     grant_id: str | None = None
+    #: The grant the visitor's Allow gives (None: made from what was kept, on coming back).
+    given: dict[str, Any] | None = None
     welcomed: asyncio.Event = field(default_factory=asyncio.Event)
     ended: str | None = None
+    #: The wallet said bye because the grant ended (released, blocked, forgotten, expired).
+    grant_ended: bool = False
 
 
 def link_origin(check: LinkCheck) -> str:
@@ -81,10 +87,16 @@ def link_origin(check: LinkCheck) -> str:
     return f"{scheme}://{check.host}" + ("" if check.port == default else f":{check.port}")
 
 
-def link_grant(check: LinkCheck) -> dict[str, Any]:
-    """The grant an Allow of a link gives (:func:`allow_grant`): every skill of the link's
-    manifest, sorted."""
-    return allow_grant(check.manifest, sorted(check.manifest["skills"]))
+async def link_grant(shim: WalletShim, check: LinkCheck, origin: str) -> dict[str, Any]:
+    """The grant an Allow of a link gives with no consent (the wallet comes back to a site it
+    decides for on its own): the skills this engine serves now, with what the visitor chose
+    before (:func:`~byoa_skills.wallet_shim.consent_offer.offer_grant`); ``no-fitting-model``
+    (:class:`GrantRefusal`) when a required skill cannot be served."""
+    skills = granted_skills(check.manifest, await fitting_skills(shim.engine, check.manifest))
+    if skills is None:
+        raise GrantRefusal("no-fitting-model", "a skill the site requires cannot be served here")
+    offer = await make_offer(shim, origin, granted_part(check.manifest, skills), skills)
+    return offer_grant(offer, None)
 
 
 async def _refuse_redirects(request: ClientRequest, handler: Any) -> ClientResponse:
@@ -118,8 +130,9 @@ class DirectLink:
         session = self.session
         try:
             if session.grant_id is None:
+                given = session.given or await link_grant(self.shim, session.check, session.origin)
                 summary = await self.shim.grant_when_warm(
-                    session.origin, session.check.manifest, link_grant(session.check)
+                    session.origin, session.check.manifest, given
                 )
                 session.grant_id = summary["grantId"]
                 if session.decide_on_my_own and session.pairing is None:
@@ -185,7 +198,7 @@ class DirectLink:
         if grant is None:
             return "grant-released"
         first = session.pairing is None
-        granted = grant_object(grant.skills, grant.expires_at, grant.summary()["limits"])
+        granted = self.shim.site_grant(grant)
         hello = hello_frame(check.session if first else None, session.pairing, WALLET, granted)
         await ws.send_str(encode(hello))
         welcome = await self._welcome(ws)
@@ -250,13 +263,55 @@ class DirectLink:
             )  # fmt: skip
             return TOO_MANY_PENDING
 
-        ending = await serve_calls(
-            ws, answer, limit=parallel + PENDING_MARGIN, over_bound=over_bound,
-            refused=_link_refusal, bye_ends=True, ping_seconds=PING_SECONDS,
-        )  # fmt: skip
+        telling = asyncio.create_task(self._tell_changes(ws))
+        try:
+            ending = await serve_calls(
+                ws, answer, limit=parallel + PENDING_MARGIN, over_bound=over_bound,
+                refused=_link_refusal, bye_ends=True, ping_seconds=PING_SECONDS,
+            )  # fmt: skip
+        finally:
+            telling.cancel()
+            await asyncio.gather(telling, return_exceptions=True)
+        if self.session.grant_ended:
+            return "grant-ended"
         if ending == "not-reading":
             log.warning("event=link-not-reading origin=%s", self.session.origin)
         return ending
+
+    async def _tell_changes(self, ws: aiohttp.ClientWebSocketResponse) -> str:
+        """Send the site a ``grant`` frame for each change of its grant the visitor makes,
+        and ``bye`` (then close) when the grant ends: released, the site blocked or
+        forgotten, or the grant's expiry reached. ``grant-ended`` once it said bye."""
+        grant_id = str(self.session.grant_id)
+        changes: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        def heard(changed_id: str, grant: dict[str, Any] | None) -> None:
+            if changed_id == grant_id:
+                changes.put_nowait(grant)
+
+        stop = self.shim.watch_grants(heard)
+        try:
+            while True:
+                grant = self.shim.grants.get(grant_id)
+                if grant is None:
+                    break
+                left = max(0.0, (grant.expires_ms - now_ms()) / 1000)
+                try:
+                    told = await asyncio.wait_for(changes.get(), left)
+                except asyncio.TimeoutError:  # it expired
+                    self.shim.release_grant(grant_id)
+                    break
+                if told is None:
+                    break
+                await ws.send_str(encode(grant_frame(told)))
+                log.info("event=link-grant-told origin=%s", self.session.origin)
+        finally:
+            stop()
+        self.session.grant_ended = True
+        await ws.send_str(encode(bye_frame()))
+        await ws.close()
+        log.info("event=link-grant-ended origin=%s", self.session.origin)
+        return "grant-ended"
 
 
 async def _take(ws: aiohttp.ClientWebSocketResponse, text: str) -> Frame | Ignored | None:

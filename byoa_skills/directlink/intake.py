@@ -10,12 +10,22 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from byoa_skills.directlink.check import LinkCheck, check_link
+from byoa_skills.directlink.check import check_link
 from byoa_skills.directlink.client import RECONNECT_SCHEDULE, DirectLink, LinkSession, link_origin
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
-from byoa_skills.wallet_shim.consent import NO_ANSWER, ConsentDesk
-from byoa_skills.wallet_shim.on_my_own import asks_for_more, difference_view
+from byoa_skills.wallet_shim.consent import NO_ANSWER, ConsentAnswer, ConsentDesk
+from byoa_skills.wallet_shim.consent_offer import (
+    Offer,
+    keep_choices,
+    make_offer,
+    offer_check,
+    offer_grant,
+    offer_view,
+)
+from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
+from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.on_my_own import asks_for_more, granted_part
 from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
@@ -110,20 +120,43 @@ class LinkIntake:
                 )
             if state != "active":
                 return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
+            fit = await fitting_skills(self.shim.engine, check.manifest)
+            skills = granted_skills(check.manifest, fit)
+            if skills is None:  # a required skill no model here can serve: no consent
+                return self._refused(origin, "no-fitting-model",
+                                     "a skill the site requires cannot be served here")  # fmt: skip
+            try:
+                offer = await make_offer(
+                    self.shim, origin, granted_part(check.manifest, skills), skills
+                )
+            except (StoreError, sqlite3.Error, OSError) as error:
+                log.error("event=store-unreadable error=%r", str(error))
+                return self._refused(origin, "site-unreadable", UNREADABLE)
+            choices = None
             if decision == ASK:
                 try:
-                    decision = await self._ask(origin, check)
+                    answer = await self._ask(origin, offer)
                 except (StoreError, sqlite3.Error, OSError) as error:
                     log.error("event=store-unreadable error=%r", str(error))
                     return self._refused(origin, "site-unreadable", UNREADABLE)
+                decision, choices = answer.decision, answer.choices
                 if decision == NO_ANSWER:
                     return self._refused(origin, "no-answer", "the visitor did not answer")
                 if decision not in DECISIONS:  # the desk refused to ask (too many waiting)
                     return self._refused(origin, decision, "the consent could not be shown")
             if decision == "decline":
                 return self._refused(origin, "declined", "the visitor declined")
+            try:
+                given = offer_grant(offer, choices)
+            except GrantRefusal as refusal:
+                return self._refused(origin, refusal.code, str(refusal))
+            await keep_choices(self.shim, origin, choices, given)
             session = LinkSession(
-                link, check, origin, decide_on_my_own=decision == "decide-on-my-own"
+                link,
+                check,
+                origin,
+                decide_on_my_own=decision == "decide-on-my-own",
+                given=given,
             )
             self._start(session)
             try:
@@ -137,7 +170,7 @@ class LinkIntake:
                     "message": "the site did not take the connection"}  # fmt: skip
         return {"ok": True, "origin": origin, "state": "connected", "grantId": session.grant_id}
 
-    async def _ask(self, origin: str, check: LinkCheck) -> str:
+    async def _ask(self, origin: str, offer: Offer) -> ConsentAnswer:
         """The visitor's answer to a link: at once "decide on my own" for a site they let the
         wallet decide for that asks for no more than it was allowed; else the wallet page's
         consent, showing only what the site does not already hold (a decline when no page can
@@ -145,14 +178,14 @@ class LinkIntake:
         entry = await asyncio.to_thread(self.shim.sites.get, origin)
         on_my_own = entry is not None and entry.decide_on_my_own
         more = await asyncio.to_thread(
-            asks_for_more, self.shim, origin, check.manifest, on_my_own=on_my_own
+            asks_for_more, self.shim, origin, offer.manifest, on_my_own=on_my_own
         )
         if on_my_own and not more:
-            return "decide-on-my-own"
+            return ConsentAnswer("decide-on-my-own")
         if self.consents is None:
-            return "decline"
-        return await self.consents.ask(
-            "link", origin, difference_view(origin, check.manifest, more)
+            return ConsentAnswer("decline")
+        return await self.consents.decide(
+            "link", origin, offer_view(offer, more), offer_check(offer, more)
         )
 
     def resume_pairings(self) -> int:
@@ -176,8 +209,9 @@ class LinkIntake:
                 return count
             if state != "active":
                 continue
-            session = LinkSession(record["link"], check, origin, decide_on_my_own=True,
-                                  pairing=str(record["pairing"]))  # fmt: skip
+            session = LinkSession(
+                record["link"], check, origin, decide_on_my_own=True, pairing=str(record["pairing"])
+            )
             self._start(session)
             count += 1
         return count

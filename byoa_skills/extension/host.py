@@ -52,7 +52,7 @@ FIELDS = {
     "release": ("origin", "grantId"),
 }
 #: What an answer from the engine may carry back, by type.
-ANSWER_FIELDS = {"request": ("grant",), "call": ("ok", "output"), "release": ("ok",)}
+ANSWER_FIELDS = {"request": ("grant",), "call": ("ok", "output", "grant"), "release": ("ok",)}
 #: The answer to a message without a usable ``id`` (one that could not be echoed back within
 #: the 1 MB a host's message may take, or none): never relayed, answered with ``id`` null.
 BAD_ID: dict[str, Any] = {

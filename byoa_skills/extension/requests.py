@@ -16,19 +16,26 @@ import logging
 import sqlite3
 from typing import Any
 
-from byoa_skills.extension.fit import fitting_skills
 from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.origins import normalize_origin
-from byoa_skills.wallet_shim.allow import allow_grant
-from byoa_skills.wallet_shim.consent import ALLOW, DECIDE_ON_MY_OWN, ConsentDesk
-from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
-from byoa_skills.wallet_shim.on_my_own import (
-    asks_for_more,
-    difference_view,
-    granted_part,
-    remember_on_my_own,
+from byoa_skills.wallet_shim.consent import (
+    ALLOW,
+    DECIDE_ON_MY_OWN,
+    ChoiceCheck,
+    ConsentAnswer,
+    ConsentDesk,
 )
+from byoa_skills.wallet_shim.consent_offer import (
+    keep_choices,
+    make_offer,
+    offer_check,
+    offer_grant,
+    offer_view,
+)
+from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
+from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
+from byoa_skills.wallet_shim.on_my_own import asks_for_more, granted_part, remember_on_my_own
 from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
@@ -67,8 +74,9 @@ class PageRequests:
     async def request(
         self, origin: Any, manifest: Any, user_activation: Any
     ) -> dict[str, Any] | None:
-        """The grant ``{grantId, skills, expiresAt}`` for a page's ``request``, or None. The
-        reason for a None is kept in the activity log only."""
+        """The grant ``{grantId, skills, expiresAt, limits, models?}`` for a page's
+        ``request`` (models by code only), or None. The reason for a None is kept in the
+        activity log only."""
         shown = origin[:100] if isinstance(origin, str) else None
         log.info("event=request origin=%s clicked=%s", shown, user_activation is True)
         try:
@@ -83,22 +91,28 @@ class PageRequests:
             return None
         self.shim.record_activity(kind="request", origin=origin, grant=grant["grantId"],
                                   outcome="ok", skills=grant["skills"])  # fmt: skip
-        return {key: grant[key] for key in ("grantId", "skills", "expiresAt")}
+        live = self.shim.grants.get(grant["grantId"])
+        told = self.shim.site_grant(live) if live is not None else {}
+        return {"grantId": grant["grantId"], **told}
 
     async def call(
         self, origin: Any, grant_id: Any, skill: Any, skill_input: Any, params: Any
     ) -> dict[str, Any]:
-        """``{ok: true, output}`` or ``{ok: false}`` for a page's ``call``; a grant is used
-        only from the origin it was given to."""
+        """``{ok: true, output, grant}`` or ``{ok: false, grant}`` for a page's ``call``, with
+        the grant as it is now (the visitor may have changed it), and ``{ok: false}`` alone
+        once it has ended; a grant is used only from the origin it was given to
+        (``{ok: false}`` from another)."""
         grant = self._own_grant(origin, grant_id)
         if grant is None:
             self.shim.record_activity(kind="call", origin=_origin_or_none(origin),
                                       skill=_shown(skill), outcome="not-this-origin")  # fmt: skip
             return NO_CALL
         result = await self.shim.call(grant.id, skill, skill_input, params)
+        live = self.shim.grants.get(grant.id)  # as it is now: the visitor may have changed it
+        told = None if live is None else {"grantId": live.id, **self.shim.site_grant(live)}
         if result.ok and isinstance(result.output, dict):
-            return {"ok": True, "output": result.output}
-        return NO_CALL
+            return {"ok": True, "output": result.output, "grant": told}
+        return NO_CALL if told is None else {**NO_CALL, "grant": told}
 
     def release(self, origin: Any, grant_id: Any) -> bool:
         """Release a grant of ``origin`` (its page left, or said so); False when it holds no
@@ -130,32 +144,36 @@ class PageRequests:
             raise Refused("engine-not-ready")
         self.shim.engine.wake()  # the workers warm while the visitor decides
         fit = await fitting_skills(self.shim.engine, manifest)
-        skills = _granted_skills(manifest, fit)
+        skills = granted_skills(manifest, fit)
+        if skills is None:
+            raise Refused("no-fitting-model")
         asked = granted_part(manifest, skills)
         try:
             more = await asyncio.to_thread(asks_for_more, self.shim, origin, asked,
                                            on_my_own=on_my_own)  # fmt: skip
+            offer = await make_offer(self.shim, origin, asked, skills)
         except (StoreError, sqlite3.Error, OSError) as error:
             log.error("event=store-unreadable error=%r", str(error))
             raise Refused("site-unreadable") from None
-        decision = ALLOW
+        decision, choices = ALLOW, None
         if more:
             if not clicked:  # more than it holds is a new consent, and that needs a click
                 raise Refused("asks-for-more", more.codes())
-            decision = await self._ask(origin, difference_view(origin, asked, more))
+            answer = await self._ask(origin, offer_view(offer, more), offer_check(offer, more))
+            decision, choices = answer.decision, answer.choices
             if decision not in (ALLOW, DECIDE_ON_MY_OWN):
                 raise Refused("declined" if decision == "decline" else decision)
         try:
-            grant = await self.shim.grant_when_warm(
-                origin, manifest, request_grant(manifest, skills)
-            )
+            given = offer_grant(offer, choices)
+            grant = await self.shim.grant_when_warm(origin, manifest, given)
         except GrantRefusal as refusal:
             raise Refused(refusal.code) from None
+        await keep_choices(self.shim, origin, choices, given)
         if decision == DECIDE_ON_MY_OWN:  # kept only now that the grant is made
             await remember_on_my_own(self.shim, origin, manifest, grant["skills"])
         return grant
 
-    async def _ask(self, origin: str, view: dict[str, Any]) -> str:
+    async def _ask(self, origin: str, view: dict[str, Any], check: ChoiceCheck) -> ConsentAnswer:
         """The visitor's answer on the wallet page: one consent per site at a time, at most
         :data:`MAX_WAITING` in all."""
         if self.consents is None:
@@ -164,7 +182,7 @@ class PageRequests:
             raise Refused("request-waiting")
         self._waiting.add(origin)
         try:
-            return await self.consents.ask("request", origin, view)
+            return await self.consents.decide("request", origin, view, check)
         finally:
             self._waiting.discard(origin)
 
@@ -187,27 +205,6 @@ def page_origin(origin: Any) -> str:
     if scheme != "https" and host not in LOCAL_HOSTS:
         raise Refused("origin-invalid")
     return normalized
-
-
-def request_grant(manifest: dict[str, Any], skills: list[str]) -> dict[str, Any]:
-    """The grant an Allow gives a page (:func:`allow_grant`, as a link's), for the skills
-    this engine can serve."""
-    return allow_grant(manifest, skills)
-
-
-def _granted_skills(manifest: dict[str, Any], fit: set[str]) -> list[str]:
-    """The manifest's skills this engine can serve; :class:`Refused` ``no-fitting-model``
-    when a required one is missing or none is left."""
-    skills = manifest.get("skills")
-    if not isinstance(skills, dict) or not skills:
-        raise Refused("manifest-invalid")
-    for name, entry in skills.items():
-        if isinstance(entry, dict) and entry.get("required") is True and name not in fit:
-            raise Refused("no-fitting-model")
-    granted = sorted(name for name in skills if name in fit)
-    if not granted:
-        raise Refused("no-fitting-model")
-    return granted
 
 
 def _origin_or_none(origin: Any) -> str | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple, NoReturn
 
@@ -355,10 +355,20 @@ def encode(frame: FrameBase | Mapping[str, Any]) -> str:
     return _ENCODER.encode(frame.to_json() if isinstance(frame, FrameBase) else frame)
 
 
-def grant_object(skills: list[str], expires_at: str, limits: Mapping[str, Any]) -> dict[str, Any]:
+def grant_object(
+    skills: list[str], expires_at: str, limits: Mapping[str, Any],
+    models: Sequence[str] = (), *, paused: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """The grant as a site sees it, in a ``hello`` and in a ``grant`` frame: its skills, when
-    it ends, and the limits in force."""
-    return {"skills": skills, "expiresAt": expires_at, "limits": dict(limits)}
+    it ends, the limits in force, the codes of the models ticked (``m1``..., only when there
+    are any: never the visitor's model names) and ``paused: true`` while the visitor has
+    paused the site."""
+    grant: dict[str, Any] = {"skills": skills, "expiresAt": expires_at, "limits": dict(limits)}
+    if models:
+        grant["models"] = list(models)
+    if paused:
+        grant["paused"] = True
+    return grant
 
 
 def hello_frame(

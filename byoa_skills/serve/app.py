@@ -34,7 +34,7 @@ from byoa_skills.protocol.frames import (
 )
 from byoa_skills.protocol.serving import SendChunk, serve_calls
 from byoa_skills.runtimes.text import ChunkHook
-from byoa_skills.serve.bodies import json_body, refusal
+from byoa_skills.serve.bodies import choice_refusal, json_body, refusal
 from byoa_skills.serve.extension_routes import add_routes as add_extension_routes
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.openai_api import add_openai_routes
@@ -49,6 +49,7 @@ from byoa_skills.serve.wallet.routes import (
 from byoa_skills.skills import CallResult, SkillEngine, http_status
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, read_choices
 
 log = logging.getLogger("byoa_skills.api")
 
@@ -110,6 +111,7 @@ def build_app(
     app.router.add_post("/v1/grants", _create_grant)
     app.router.add_get("/v1/grants/{grant_id}", _show_grant)
     app.router.add_delete("/v1/grants/{grant_id}", _release_grant)
+    app.router.add_post("/v1/sites/limits", _set_site_limits)
     app.router.add_post("/v1/skills/{skill}", _call_over_http)
     app.router.add_get("/v1/ws", _websocket)
     app.router.add_get("/openapi.json", openapi_handler)
@@ -218,6 +220,25 @@ async def _release_grant(request: web.Request) -> web.Response:
     if request.app[SHIM_KEY].release_grant(request.match_info["grant_id"]):
         return web.json_response({"ok": True})
     return _refused("unknown-grant", "no live grant has this id")
+
+
+async def _set_site_limits(request: web.Request) -> web.Response:
+    """The visitor's choices (``{origin, choices}``) for every live grant of a site, as on
+    the Sites view; each one's summary as it now is."""
+    body = await json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    shim = request.app[SHIM_KEY]
+    try:
+        summaries = shim.change_site(body.get("origin"), read_choices(body.get("choices")))
+    except ChoiceRefusal as refused:
+        return choice_refusal(refused)
+    except GrantRefusal as refused:
+        return web.json_response({"ok": False, "code": refused.code, "message": refused.message},
+                                 status=refused.status)  # fmt: skip
+    if not summaries:
+        return _refused("no-live-grant", "the site holds no live grant")
+    return web.json_response({"ok": True, "grants": summaries})
 
 
 async def _call_over_http(request: web.Request) -> web.Response:

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from byoa_skills.protocol.frames import MAX_FRAME_BYTES, FrameError, read_json_object
+from byoa_skills.protocol.refusal import Refusal
 
 
 def refusal(status: int, code: str, message: str) -> web.Response:
@@ -29,3 +30,11 @@ async def json_body(request: web.Request) -> dict[str, Any] | web.Response:
     except FrameError as refused:
         status = 413 if refused.code == "message-too-large" else 400
         return refusal(status, refused.code, refused.message)
+
+
+def choice_refusal(refused: Refusal) -> web.Response:
+    """400 with the visitor's choices refused: the first problem's code and message, and
+    every problem ``{code, path, message}`` in ``errors``."""
+    problems = getattr(refused, "problems", [])
+    return web.json_response({"ok": False, "code": refused.code, "message": refused.message,
+                              "errors": problems}, status=400)  # fmt: skip

@@ -74,6 +74,18 @@ def insert_grant(db: sqlite3.Connection, row: GrantRow) -> None:
     )
 
 
+def update_given(
+    db: sqlite3.Connection, grant_id: str, given: dict[str, Any], limits: dict[str, Any],
+    expires_ms: int,
+) -> None:  # fmt: skip
+    """Write the grant as the visitor changed it (what was given, the limits it now answers
+    with, its expiry) over the one kept; its record stays."""
+    db.execute(
+        "UPDATE grants SET given = ?, limits = ?, expires_ms = ? WHERE id = ?",
+        (json.dumps(given), json.dumps(limits), expires_ms, grant_id),
+    )
+
+
 def update_record(db: sqlite3.Connection, grant_id: str, record: GrantRecord) -> None:
     """Write a grant's running record over the one kept."""
     values = asdict(record)

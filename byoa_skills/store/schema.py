@@ -73,4 +73,12 @@ MIGRATIONS: tuple[str, ...] = (
         since TEXT NOT NULL
     ) WITHOUT ROWID
     """,
+    # 3: what the visitor chose for a site (models ticked, limits), given to its next grant.
+    """
+    CREATE TABLE visitor_choices (
+        origin TEXT PRIMARY KEY REFERENCES sites (origin) ON DELETE CASCADE,
+        choices TEXT NOT NULL,
+        since TEXT NOT NULL
+    ) WITHOUT ROWID
+    """,
 )

@@ -16,6 +16,7 @@ from typing import Any
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.grants import Grant
 from byoa_skills.wallet_shim.shown_text import decode_host, judge_host, shown, shown_value
+from byoa_skills.wallet_shim.visitor_choices import VisitorChoices, read_choices
 
 log = logging.getLogger("byoa_skills.consent")
 
@@ -37,6 +38,10 @@ TOO_MANY_CONSENTS = "too-many-consents"
 ASK_WAITING = "ask-waiting"
 
 
+#: ``check(choices)``: the choices, or :class:`ChoiceRefusal` when they cannot be taken.
+ChoiceCheck = Callable[[VisitorChoices], VisitorChoices]
+
+
 @dataclass
 class Consent:
     """One question to the visitor: what to show (``view``), and the answer it waits for."""
@@ -49,6 +54,12 @@ class Consent:
     created_ms: int
     expires_ms: int
     answer: asyncio.Future[str] = field(repr=False)
+    #: Checks the visitor's choices sent with an Allow (raises
+    #: :class:`~byoa_skills.wallet_shim.visitor_choices.ChoiceRefusal`); None: the consent
+    #: takes no choices.
+    check: ChoiceCheck | None = field(default=None, repr=False)
+    #: The choices that came with the answer, checked.
+    choices: VisitorChoices = field(default_factory=VisitorChoices)
 
     def to_json(self) -> dict[str, Any]:
         """The consent as the page reads it."""
@@ -56,6 +67,14 @@ class Consent:
             "id": self.id, "kind": self.kind, "origin": self.origin, "view": self.view,
             "createdMs": self.created_ms, "expiresMs": self.expires_ms,
         }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ConsentAnswer:
+    """The visitor's answer and, with an Allow, what they chose (limits, models)."""
+
+    decision: str
+    choices: VisitorChoices = field(default_factory=VisitorChoices)
 
 
 #: ``listener(event, consent)`` hears ``consent`` (a new one) and ``consent-closed``.
@@ -84,15 +103,22 @@ class ConsentDesk:
         ``decide-on-my-own``; ``no-answer`` (a decline) after :attr:`seconds`. A consent whose
         asker goes away (the call was cancelled) closes unanswered. With
         :data:`MAX_CONSENTS_WAITING` already waiting, nothing is shown: ``too-many-consents``."""
+        return (await self.decide(kind, origin, view)).decision
+
+    async def decide(
+        self, kind: str, origin: str, view: dict[str, Any], check: ChoiceCheck | None = None
+    ) -> ConsentAnswer:
+        """:meth:`ask`, with the choices the visitor made: ``check`` reads them when the answer
+        comes (an answer whose choices it refuses is refused, and the consent waits on)."""
         if len(self._waiting) >= MAX_CONSENTS_WAITING:
             log.warning("event=consent-refused kind=%s origin=%s code=%s", kind, origin,
                         TOO_MANY_CONSENTS)  # fmt: skip
-            return TOO_MANY_CONSENTS
+            return ConsentAnswer(TOO_MANY_CONSENTS)
         created = now_ms()
         consent = Consent(
             id=secrets.token_urlsafe(12), kind=kind, origin=origin, view=view,
             created_ms=created, expires_ms=created + int(self.seconds * 1000),
-            answer=asyncio.get_running_loop().create_future(),
+            answer=asyncio.get_running_loop().create_future(), check=check,
         )  # fmt: skip
         self._waiting[consent.id] = consent
         self._tell("consent", consent)
@@ -105,14 +131,19 @@ class ConsentDesk:
             self._waiting.pop(consent.id, None)
             self._tell("consent-closed", consent)
         log.info("event=consent-closed id=%s decision=%s", consent.id, decision)
-        return decision
+        return ConsentAnswer(decision, consent.choices)
 
-    def answer(self, consent_id: object, decision: object) -> bool:
+    def answer(self, consent_id: object, decision: object, choices: object = None) -> bool:
         """Give the visitor's answer to a waiting consent; False when there is no such consent
-        (answered, timed out) or the answer is not one of :data:`ANSWERS`."""
+        (answered, timed out) or the answer is not one of :data:`ANSWERS`. With an Allow, the
+        ``choices`` (``{models?, limits?, budget?, expiresInMinutes?}``) are checked first:
+        :class:`~byoa_skills.wallet_shim.visitor_choices.ChoiceRefusal` when they cannot be
+        taken (the consent waits on). A decline takes no choices."""
         consent = self._waiting.get(consent_id) if isinstance(consent_id, str) else None
         if consent is None or decision not in ANSWERS or consent.answer.done():
             return False
+        if decision != DECLINE and consent.check is not None:
+            consent.choices = consent.check(read_choices(choices))
         consent.answer.set_result(str(decision))
         return True
 

@@ -25,6 +25,7 @@ from byoa_skills.store.grant_rows import (
     delete_grants,
     insert_grant,
     read_grants,
+    update_given,
     update_record,
 )
 from byoa_skills.wallet_shim.limits import (
@@ -136,8 +137,25 @@ class Grant:
             "limits": limits,
         }  # fmt: skip
         if self.models:
-            summary["models"] = sorted(self.models)
+            summary["models"] = sorted(self.models, key=_code_order)
         return summary
+
+    def take_terms_of(self, changed: Grant) -> None:
+        """Take the terms of ``changed`` (this grant rebuilt from what the visitor changed):
+        its grant, limits, models, rate limit and expiry; the running record stays. Calls
+        already admitted finish under the terms they took."""
+        self.reference = changed.reference
+        self.limits = changed.limits
+        self.models = changed.models
+        self.currency = changed.currency
+        self.rate_limit = changed.rate_limit
+        self.given = changed.given
+        self.expires_ms = changed.expires_ms
+        self.__dict__.pop("terms", None)
+
+
+def _code_order(code: str) -> int:
+    return int(code[1:]) if code[1:].isdigit() else 0
 
 
 def build_grant(
@@ -265,6 +283,14 @@ class GrantStore:
             created_ms=grant.created_ms, expires_ms=grant.expires_ms,
         )  # fmt: skip
         self.database.submit(lambda db: insert_grant(db, row))
+
+    def update(self, grant: Grant) -> None:
+        """Queue what the visitor changed of a live grant (given, limits, expiry)."""
+        if self.database is None or grant.id not in self._grants:
+            return
+        grant_id, given, expires_ms = grant.id, dict(grant.given), grant.expires_ms
+        limits = grant.summary()["limits"]
+        self.database.submit(lambda db: update_given(db, grant_id, given, limits, expires_ms))
 
     def get(self, grant_id: Any) -> Grant | None:
         """The live grant with this id, or None."""

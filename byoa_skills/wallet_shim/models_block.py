@@ -116,8 +116,9 @@ def block_problems(manifest: Any) -> list[dict[str, str]]:
             continue
         path = f"/skills/{_pointer(str(name))}/models"
         if name != TEXT_SKILL:
-            problems.append(_problem("models-not-for-skill", path,
-                                     f"only {TEXT_SKILL} takes a models block"))  # fmt: skip
+            problems.append(
+                _problem("models-not-for-skill", path, f"only {TEXT_SKILL} takes a models block")
+            )
             continue
         problems += _problems_of(entry["models"], path)
     return problems
@@ -133,25 +134,50 @@ def _problems_of(block: Any, path: str) -> list[dict[str, str]]:
     ]
     count = block.get("count")
     if not _whole(count) or not 1 <= count <= MAX_MODELS:
-        found.append(_problem("models-invalid", f"{path}/count",
-                              f"count must be a whole number from 1 to {MAX_MODELS}"))  # fmt: skip
+        found.append(
+            _problem(
+                "models-invalid",
+                f"{path}/count",
+                f"count must be a whole number from 1 to {MAX_MODELS}",
+            )
+        )
         count = MAX_MODELS
     required = block.get("required", count)
     if not _whole(required) or not 0 <= required <= count:
-        found.append(_problem("models-invalid", f"{path}/required",
-                              "required must be a whole number from 0 to count"))  # fmt: skip
+        found.append(
+            _problem(
+                "models-invalid",
+                f"{path}/required",
+                "required must be a whole number from 0 to count",
+            )
+        )
     if not isinstance(block.get("differentCompanies", False), bool):
-        found.append(_problem("models-invalid", f"{path}/differentCompanies",
-                              "differentCompanies must be true or false"))  # fmt: skip
+        found.append(
+            _problem(
+                "models-invalid",
+                f"{path}/differentCompanies",
+                "differentCompanies must be true or false",
+            )
+        )
     why = block.get("why")
     if not isinstance(why, str) or not why.strip() or len(why) > MAX_WHY_CHARS:
-        found.append(_problem("models-invalid", f"{path}/why",
-                              f"why must say, in 1 to {MAX_WHY_CHARS} characters, "
-                              "what the site does with the models"))  # fmt: skip
+        found.append(
+            _problem(
+                "models-invalid",
+                f"{path}/why",
+                f"why must say, in 1 to {MAX_WHY_CHARS} characters, "
+                "what the site does with the models",
+            )
+        )
     prefer = block.get("prefer", [])
     if not isinstance(prefer, list) or len(prefer) > MAX_MODELS:
-        found.append(_problem("models-invalid", f"{path}/prefer",
-                              f"prefer must be a list of at most {MAX_MODELS} names"))  # fmt: skip
+        found.append(
+            _problem(
+                "models-invalid",
+                f"{path}/prefer",
+                f"prefer must be a list of at most {MAX_MODELS} names",
+            )
+        )
     else:
         found += [
             _problem("models-invalid", f"{path}/prefer/{index}",
@@ -192,16 +218,23 @@ def tick_problems(block: ModelsBlock, ticked: Sequence[OfferedModel]) -> list[di
     if len(set(refs)) != len(refs):
         problems.append(_problem("model-ticked-twice", "/models", "a model is ticked twice"))
     if len(ticked) < block.required:
-        problems.append(_problem("too-few-models", "/models",
-                                 f"tick at least {block.required} model(s)"))  # fmt: skip
+        problems.append(
+            _problem("too-few-models", "/models", f"tick at least {block.required} model(s)")
+        )
     if len(ticked) > block.count:
-        problems.append(_problem("too-many-models", "/models",
-                                 f"the site asks for at most {block.count} model(s)"))  # fmt: skip
+        problems.append(
+            _problem(
+                "too-many-models", "/models", f"the site asks for at most {block.count} model(s)"
+            )
+        )
     if block.different_companies:
         companies = [model.company for model in ticked if model.company is not None]
         if len(set(companies)) != len(companies):
-            problems.append(_problem("same-company", "/models",
-                                     "the site asks for models from different companies"))  # fmt: skip
+            problems.append(
+                _problem(
+                    "same-company", "/models", "the site asks for models from different companies"
+                )
+            )
     return problems
 
 
@@ -217,8 +250,10 @@ def preticked(block: ModelsBlock, models: Iterable[OfferedModel]) -> list[Offere
                 return chosen
             if model in chosen or wanted.lower() not in model.model.lower():
                 continue
-            if block.different_companies and model.company is not None and any(
-                other.company == model.company for other in chosen
+            if (
+                block.different_companies
+                and model.company is not None
+                and any(other.company == model.company for other in chosen)
             ):
                 continue
             chosen.append(model)
@@ -240,8 +275,10 @@ def fallback_ticks(block: ModelsBlock, models: Sequence[OfferedModel],
             break
         if model in chosen:
             continue
-        if block.different_companies and model.company is not None and any(
-            other.company == model.company for other in chosen
+        if (
+            block.different_companies
+            and model.company is not None
+            and any(other.company == model.company for other in chosen)
         ):
             continue
         chosen.append(model)
@@ -262,8 +299,8 @@ def grouped(models: Iterable[OfferedModel]) -> list[dict[str, Any]]:
     order = sorted(groups, key=lambda company: (company is None, company or ""))
     return [
         {"company": company,
-         "models": [{"ref": m.ref, "source": m.source, "model": m.model} for m in groups[c]]}
-        for company, c in ((name, name) for name in order)
+         "models": [{"ref": m.ref, "source": m.source, "model": m.model} for m in groups[company]]}
+        for company in order
     ]  # fmt: skip
 
 

@@ -14,20 +14,29 @@ from collections.abc import Awaitable, Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from byoa_skills.protocol.frames import grant_object
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import Admitted, CallResult, GrantTerms, PreparedCall, SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import SiteListError, SiteStore, normalize_origin
+from byoa_skills.store.visitor_choices import KeptChoices
 from byoa_skills.wallet_shim.gate import Admission, AskHook, Measured, admit, decline, finish
+from byoa_skills.wallet_shim.grant_change import changed_grant, kept_choices
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal, GrantStore, build_grant
+from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices
 
 log = logging.getLogger("byoa_skills.shim")
 
 #: ``pricing(call) -> (provider kind, worst-case cost)`` of a prepared call, in the grant's
 #: currency (may be async). A local model costs nothing.
 Pricing = Callable[[PreparedCall], tuple[str, Decimal] | Awaitable[tuple[str, Decimal]]]
+
+
+#: ``watcher(grant_id, grant)``: a live grant changed (``grant`` as the site sees it), or it
+#: ended (None).
+GrantWatcher = Callable[[str, "dict[str, Any] | None"], None]
 
 
 class WalletShim:
@@ -59,6 +68,7 @@ class WalletShim:
         self._pricing: Pricing = pricing or engine.price
         self._clock = clock
         self._watchers: list[Callable[[dict[str, Any]], None]] = []
+        self._grant_watchers: list[GrantWatcher] = []
 
     # -- grants ---------------------------------------------------------------------------
 
@@ -91,13 +101,82 @@ class WalletShim:
         return summary
 
     def release_grant(self, grant_id: str) -> bool:
-        """Forget a grant; calls already running finish. False when it was not live."""
+        """Forget a grant; calls already running finish. False when it was not live. Whoever
+        watches the grants hears that it ended."""
         released = self.grants.release(grant_id)
         if released is not None:
             self.record_activity(
                 kind="release", origin=released.origin, grant=grant_id, outcome="ok"
             )
+            self._tell_grant(released, ended=True)
         return released is not None
+
+    def change_grant(self, grant_id: str, choices: VisitorChoices) -> dict[str, Any]:
+        """Make a live grant stricter as the visitor chose (:func:`change_problems`): its
+        summary as it is now, or :class:`GrantRefusal` (``unknown-grant``) /
+        :class:`ChoiceRefusal` (what is wider, or not valid), changing nothing. Binds at once
+        for new calls; calls already running finish; kept for a restart; told to whoever
+        watches the grants."""
+        grant = self.grants.get(grant_id)
+        if grant is None:
+            raise GrantRefusal("unknown-grant", "no live grant has this id")
+        now = self._clock()
+        given = changed_grant(grant, choices, now)
+        try:
+            rebuilt = build_grant(grant.origin, grant.manifest, given, now, grant.id)
+        except GrantRefusal as refusal:
+            raise ChoiceRefusal(
+                refusal.errors or [{"code": refusal.code, "path": "", "message": str(refusal)}]
+            ) from None
+        grant.take_terms_of(rebuilt)
+        self.grants.update(grant)
+        KeptChoices(self.sites.database).keep(grant.origin, kept_choices(grant))
+        self.record_activity(kind="change", origin=grant.origin, grant=grant.id, outcome="ok",
+                             limits=grant.summary()["limits"],
+                             models=sorted(grant.models) or None)  # fmt: skip
+        self._tell_grant(grant)
+        return grant.summary()
+
+    def change_site(self, origin: Any, choices: VisitorChoices) -> list[dict[str, Any]]:
+        """:meth:`change_grant` for every live grant of ``origin``, all or none: the first
+        refusal changes nothing. Their summaries (none when it holds no live grant)."""
+        grants = self.grants.of_origin(self._origin(origin))
+        now = self._clock()
+        for grant in grants:  # every one checked before any changes
+            changed_grant(grant, choices, now)
+        return [self.change_grant(grant.id, choices) for grant in grants]
+
+    def tell_site_changed(self, origin: str) -> None:
+        """The visitor paused or resumed ``origin``: tell whoever watches each of its grants."""
+        for grant in self.grants.of_origin(origin):
+            self._tell_grant(grant)
+
+    def site_grant(self, grant: Grant) -> dict[str, Any]:
+        """The grant as the site sees it now (:func:`grant_object`), ``paused`` while the
+        visitor has paused the site."""
+        summary = grant.summary()
+        return grant_object(grant.skills, grant.expires_at, summary["limits"],
+                            summary.get("models", ()),
+                            paused=self._site_state(grant.origin) == "paused")  # fmt: skip
+
+    def watch_grants(self, watcher: GrantWatcher) -> Callable[[], None]:
+        """Tell ``watcher(grant_id, site_grant | None)`` of every change of a live grant from
+        now on (None: it ended); the function that stops telling it."""
+        self._grant_watchers.append(watcher)
+
+        def stop() -> None:
+            if watcher in self._grant_watchers:
+                self._grant_watchers.remove(watcher)
+
+        return stop
+
+    def _tell_grant(self, grant: Grant, *, ended: bool = False) -> None:
+        told = None if ended else self.site_grant(grant)
+        for watcher in list(self._grant_watchers):
+            try:
+                watcher(grant.id, told)
+            except Exception:  # a watcher's failure must not stop the change
+                log.exception("event=grant-watcher-failed")
 
     # -- calls ----------------------------------------------------------------------------
 

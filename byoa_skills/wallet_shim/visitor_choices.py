@@ -54,10 +54,11 @@ class ChoiceRefusal(Refusal):
 class VisitorChoices:
     """The visitor's choices for one grant. ``models`` is None when the visitor ticked nothing
     (no page to tick on, or no text skill), else what was ticked: ``SOURCE/MODEL`` at consent,
-    the codes kept (``m1``...) on a change. ``limits`` holds only the limits the visitor set."""
+    the codes kept (``m1``...) on a change. ``limits`` holds only the limits the visitor set
+    (None: taken back to the manifest's, on a change)."""
 
     models: tuple[str, ...] | None = None
-    limits: Mapping[str, float] = field(default_factory=dict)
+    limits: Mapping[str, float | None] = field(default_factory=dict)
     budget: str | None = None
     expires_in_minutes: float | None = None
 
@@ -98,28 +99,41 @@ def read_choices(body: Any) -> VisitorChoices:
     if not isinstance(limits, dict):
         problems.append(_problem("choices-invalid", "/limits", "limits must be an object"))
         limits = {}
-    kept: dict[str, float] = {}
+    kept: dict[str, float | None] = {}
     for name, value in limits.items():
         if name not in WALLET_CEILINGS:
-            problems.append(_problem("unknown-limit", f"/limits/{name}",
-                                     f"{name!r} is not a limit the visitor sets"))  # fmt: skip
+            problems.append(
+                _problem(
+                    "unknown-limit", f"/limits/{name}", f"{name!r} is not a limit the visitor sets"
+                )
+            )
         elif value is None:
-            continue
+            kept[name] = None
         elif (problem := limit_problem(name, value)) is not None or not math.isfinite(value):
             problems.append(_problem("limit-invalid", f"/limits/{name}", problem or "a number"))
         else:
             kept[name] = value
     budget = body.get("budget")
     if budget is not None and _money(budget) is None:
-        problems.append(_problem("budget-invalid", "/budget",
-                                 "the budget is an amount and a currency, such as 0.50 USD"))  # fmt: skip
+        problems.append(
+            _problem(
+                "budget-invalid",
+                "/budget",
+                "the budget is an amount and a currency, such as 0.50 USD",
+            )
+        )
     minutes = body.get("expiresInMinutes")
     if minutes is not None and not (
         isinstance(minutes, (int, float)) and not isinstance(minutes, bool)
         and math.isfinite(minutes) and minutes > 0
     ):  # fmt: skip
-        problems.append(_problem("expiry-invalid", "/expiresInMinutes",
-                                 "expiresInMinutes must be a number of minutes above 0"))  # fmt: skip
+        problems.append(
+            _problem(
+                "expiry-invalid",
+                "/expiresInMinutes",
+                "expiresInMinutes must be a number of minutes above 0",
+            )
+        )
     if problems:
         raise ChoiceRefusal(problems)
     return VisitorChoices(
@@ -155,19 +169,23 @@ def choice_problems(
         _problem("limit-wider", f"/limits/{name}",
                  f"{name} {_number(value)} is wider than {_number(ceiling(manifest, name))}")
         for name, value in choices.limits.items()
-        if value > ceiling(manifest, name)
+        if value is not None and value > ceiling(manifest, name)
     ]  # fmt: skip
     if choices.budget is not None:
         money = _money(choices.budget)
         if money is None or money[1] != currency:
-            problems.append(_problem("budget-invalid", "/budget",
-                                     f"the budget must be in {currency}"))  # fmt: skip
+            problems.append(
+                _problem("budget-invalid", "/budget", f"the budget must be in {currency}")
+            )
     minutes = choices.expires_in_minutes
     if minutes is not None and minutes > latest_expiry_minutes + 1e-9:
-        problems.append(_problem(
-            "expiry-later", "/expiresInMinutes",
-            f"the grant may end sooner, not later: at most {_number(latest_expiry_minutes)} min",
-        ))  # fmt: skip
+        problems.append(
+            _problem(
+                "expiry-later",
+                "/expiresInMinutes",
+                f"it may end sooner, not later: at most {_number(latest_expiry_minutes)} min",
+            )
+        )
     return problems
 
 

@@ -33,25 +33,41 @@
     });
   }
 
-  // The grant { grantId, skills, expiresAt }, or null for every "no".
-  async function request(manifest) {
-    const answer = await ask('request', { manifest });
-    const grant = answer && answer.grant;
+  // The grant as the wallet states it (models by code only), frozen; null when there is none.
+  function frozenGrant(grant) {
     if (!grant || typeof grant.grantId !== 'string') return null;
-    return Object.freeze({
+    const limits = {};
+    if (grant.limits && typeof grant.limits === 'object') {
+      for (const [name, value] of Object.entries(grant.limits)) {
+        if (typeof value === 'number') limits[name] = value;
+      }
+    }
+    const shown = {
       grantId: grant.grantId,
-      skills: Object.freeze(Array.isArray(grant.skills) ? grant.skills.slice() : []),
+      skills: Object.freeze(Array.isArray(grant.skills) ? grant.skills.map(String) : []),
       expiresAt: String(grant.expiresAt || ''),
-    });
+      limits: Object.freeze(limits),
+      models: Object.freeze(Array.isArray(grant.models) ? grant.models.map(String) : []),
+    };
+    if (grant.paused === true) shown.paused = true;
+    return Object.freeze(shown);
   }
 
-  // { ok: true, output } or { ok: false }: the only "no".
+  // The grant { grantId, skills, expiresAt, limits, models }, or null for every "no".
+  async function request(manifest) {
+    const answer = await ask('request', { manifest });
+    return frozenGrant(answer && answer.grant);
+  }
+
+  // { ok: true, output, grant } or { ok: false }: ok false is the only "no"; grant is the
+  // grant as it is now (the visitor may have changed it), also on a "no" while it lives.
   async function call(grantId, skill, input, params) {
     const answer = await ask('call', { grantId, skill, input, params });
+    const grant = frozenGrant(answer && answer.grant);
     if (answer && answer.ok === true && answer.output && typeof answer.output === 'object') {
-      return { ok: true, output: answer.output };
+      return { ok: true, output: answer.output, grant };
     }
-    return { ok: false };
+    return grant ? { ok: false, grant } : { ok: false };
   }
 
   async function release(grantId) {

@@ -54,6 +54,14 @@ function release(grantId) {
   return relay({ type: 'release', origin: bound.origin, grantId });
 }
 
+// The grant's fields a page may see (models by code only, as the engine states them).
+function shownGrant(grant) {
+  const shown = { grantId: grant.grantId, skills: grant.skills, expiresAt: grant.expiresAt,
+    limits: grant.limits, models: grant.models };
+  if (grant.paused === true) shown.paused = true;
+  return shown;
+}
+
 async function answer(port, origin, message) {
   if (message.type === 'request') {
     const got = await relay({ type: 'request', origin, manifest: message.manifest,
@@ -65,7 +73,7 @@ async function answer(port, origin, message) {
       void release(grant.grantId);
       return NO.request;
     }
-    return { grant: { grantId: grant.grantId, skills: grant.skills, expiresAt: grant.expiresAt } };
+    return { grant: shownGrant(grant) };
   }
   const bound = grants.get(message.grantId);
   if (!bound || bound.port !== port || bound.origin !== origin) return NO[message.type];
@@ -75,9 +83,12 @@ async function answer(port, origin, message) {
   }
   const got = await relay({ type: 'call', origin, grantId: message.grantId, skill: message.skill,
     input: message.input, params: message.params });
+  const grant = got && got.grant && typeof got.grant.grantId === 'string'
+    ? shownGrant(got.grant) : null;
   if (got && got.ok === true && got.output && typeof got.output === 'object') {
-    return { ok: true, output: got.output };
+    return { ok: true, output: got.output, grant };
   }
+  if (grant) return { ok: false, grant };
   return NO.call;
 }
 

@@ -29,7 +29,7 @@ from byoa_skills.byoag.registrations import RegistrationStore
 from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
 from byoa_skills.protocol.codes import status_of
 from byoa_skills.protocol.frames import encode
-from byoa_skills.serve.bodies import json_body, refusal
+from byoa_skills.serve.bodies import choice_refusal, json_body, refusal
 from byoa_skills.serve.wallet.opener import PageOpener
 from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_header
 from byoa_skills.serve.wallet.views import engine_view, pairings_view, sites_view
@@ -37,7 +37,9 @@ from byoa_skills.skills import SkillEngine
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import SiteChangePending, normalize_origin
 from byoa_skills.wallet_shim.consent import Consent, ConsentDesk
+from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, read_choices
 
 log = logging.getLogger("byoa_skills.wallet")
 
@@ -130,6 +132,7 @@ def add_routes(app: web.Application, page: WalletPage) -> None:
     router.add_get(API_PREFIX + "sites", _sites)
     router.add_post(API_PREFIX + "sites", _change_site)
     router.add_post(API_PREFIX + "grants/{grant_id}/release", _release)
+    router.add_post(API_PREFIX + "grants/{grant_id}/change", _change_grant)
     router.add_get(API_PREFIX + "activity", _activity)
     router.add_get(API_PREFIX + "engine", _engine)
     router.add_get(API_PREFIX + "pairings", _pairings)
@@ -215,7 +218,13 @@ async def _answer(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     desk = request.app[PAGE_KEY].consents
-    if not desk.answer(request.match_info["consent_id"], body.get("decision")):
+    try:
+        answered = desk.answer(
+            request.match_info["consent_id"], body.get("decision"), body.get("choices")
+        )
+    except ChoiceRefusal as refused:
+        return choice_refusal(refused)
+    if not answered:
         return refusal(404, "no-such-consent", "this consent was answered or has timed out")
     return web.json_response({"ok": True})
 
@@ -251,9 +260,11 @@ async def _change_site(request: web.Request) -> web.Response:
                                   "message": str(pending)[:300]})  # fmt: skip
     except StoreError as error:
         return refusal(status_of(error.code), error.code, str(error)[:200])
-    if action == "forget":  # its kept grants went with it
+    if action in ("forget", "block"):  # its grants end (a forgotten site's kept ones went)
         for grant in page.shim.grants.of_origin(normalize_origin(origin)):
             page.shim.release_grant(grant.id)
+    elif action in ("pause", "resume"):
+        page.shim.tell_site_changed(normalize_origin(origin))
     page.publish({"type": "sites-changed"})
     return web.json_response({"ok": True, "changed": changed})
 
@@ -264,6 +275,21 @@ async def _release(request: web.Request) -> web.Response:
         return refusal(404, "unknown-grant", "no live grant has this id")
     page.publish({"type": "sites-changed"})
     return web.json_response({"ok": True})
+
+
+async def _change_grant(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    page = request.app[PAGE_KEY]
+    try:
+        summary = page.shim.change_grant(request.match_info["grant_id"], read_choices(body))
+    except ChoiceRefusal as refused:
+        return choice_refusal(refused)
+    except GrantRefusal as refused:
+        return refusal(404, refused.code, str(refused))
+    page.publish({"type": "sites-changed"})
+    return web.json_response({"ok": True, "grant": summary})
 
 
 async def _activity(request: web.Request) -> web.Response:

@@ -1,0 +1,120 @@
+"""``byoa-skills sites limits ORIGIN ...``: make a site's live grants stricter from a terminal,
+as on the wallet page's Sites view, through the running engine's local API."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+import aiohttp
+
+from byoa_skills.commands.serve import DEFAULT_PORT, api_token
+from byoa_skills.serve.token import TOKEN_ENV
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+#: Each option, the limit it sets and its type.
+LIMIT_OPTIONS: tuple[tuple[str, str, type], ...] = (
+    ("--max-calls-per-minute", "maxCallsPerMinute", int),
+    ("--max-parallel-calls", "maxParallelCalls", int),
+    ("--max-clip-seconds", "maxClipSeconds", float),
+    ("--max-text-chars", "maxTextChars", int),
+    ("--max-answer-tokens", "maxAnswerTokens", int),
+    ("--max-call-seconds", "maxCallSeconds", float),
+)
+
+
+def add_limits_parser(actions: argparse._SubParsersAction) -> None:
+    """Add ``limits`` to the ``sites`` subcommands."""
+    limits = actions.add_parser(
+        "limits",
+        help="make a site's limits stricter (budget, rate, parallel calls, sizes, expiry)",
+        description=(
+            "Set limits for every live grant of a site, through the running engine (serve): "
+            "each may only be stricter than the site's manifest states (or, where it states "
+            "none, than the wallet's own); a wider value is refused with its code and changes "
+            "nothing. 'none' takes a limit back to the manifest's. The new values bind at "
+            "once for new calls, survive a restart, and the site is told. Exit 0 changed, "
+            "1 refused (or no engine, or no live grant), 2 usage error."
+        ),
+    )
+    limits.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
+    for option, name, kind in LIMIT_OPTIONS:
+        limits.add_argument(option, dest=name, type=_value(kind), metavar="N|none",
+                            help=f"{name} (a number, or none)")  # fmt: skip
+    limits.add_argument("--budget", help="the budget per session, e.g. '0.10 USD'")
+    limits.add_argument("--expires-in-minutes", type=float, metavar="M",
+                        help="end the grants sooner: in M minutes")  # fmt: skip
+    limits.add_argument("--models", metavar="CODES",
+                        help="the model codes to keep, comma-separated (e.g. m1): the others "
+                             "are unticked")  # fmt: skip
+    limits.add_argument("--port", type=int, default=DEFAULT_PORT, help="the engine's port")
+    limits.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
+    limits.add_argument("--json", action="store_true", help="print the engine's JSON answer")
+    limits.set_defaults(run=run_limits)
+
+
+def run_limits(args: argparse.Namespace) -> int:
+    """Send the choices to the running engine and say what it answered."""
+    choices: dict[str, Any] = {"limits": {}}
+    for _, name, _kind in LIMIT_OPTIONS:
+        value = getattr(args, name)
+        if value is not None:
+            choices["limits"][name] = None if value == "none" else value
+    if args.budget is not None:
+        choices["budget"] = args.budget
+    if args.expires_in_minutes is not None:
+        choices["expiresInMinutes"] = args.expires_in_minutes
+    if args.models is not None:
+        choices["models"] = [code.strip() for code in args.models.split(",") if code.strip()]
+    if choices == {"limits": {}}:
+        print("byoa-skills sites limits: name at least one limit to set", file=sys.stderr)
+        return EXIT_USAGE
+    answer = asyncio.run(_send(args.port, api_token(args.token), args.origin, choices))
+    if answer is None:
+        print(f"byoa-skills: no engine answers on port {args.port}: start `byoa-skills serve`",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_REFUSED
+    if args.json:
+        print(json.dumps(answer, indent=2))
+    if not answer.get("ok"):
+        if not args.json:
+            print(f"refused: {answer.get('code')}: {answer.get('message')}", file=sys.stderr)
+            for problem in answer.get("errors") or []:
+                print(f"  {problem.get('code')} at {problem.get('path')}: "
+                      f"{problem.get('message')}", file=sys.stderr)  # fmt: skip
+        return EXIT_REFUSED
+    if not args.json:
+        for grant in answer["grants"]:
+            limits = ", ".join(f"{k} {v}" for k, v in sorted(grant["limits"].items()))
+            print(f"{grant['grantId'][:8]}…: {limits}")
+    return EXIT_OK
+
+
+def _value(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        if text.strip().lower() == "none":
+            return "none"
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+    return parse
+
+
+async def _send(port: int, token: str, origin: str, choices: dict[str, Any]) -> Any:
+    url = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        try:
+            async with session.post(
+                f"{url}/v1/sites/limits",
+                headers=headers,
+                json={"origin": origin, "choices": choices},
+            ) as response:
+                return await response.json(content_type=None)
+        except (aiohttp.ClientError, ValueError):
+            return None
