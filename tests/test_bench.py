@@ -160,9 +160,23 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         if machine["cores"] % p == 0
     }
     assert direct["best_throughput"] == max(x["throughput"] for x in direct["layouts"].values())
-    short = direct["best_short"]
-    assert f"{short['processes']}x{short['threads']}" == direct["best"]
+    # the short-window yardstick: the runtime with the engine's own windows, every layout
+    assert set(direct["short_layouts"]) == set(direct["layouts"])
+    short = direct["short_layouts"][direct["best_short"]]
     assert direct["best_short_throughput"] == short["throughput"] > 0
+    assert short["throughput"] == max(x["throughput"] for x in direct["short_layouts"].values())
+
+    # the floor per clip group, and the engine's p50 over it from the same run
+    groups = {"1-2s", "3-6s", "6-15s"}
+    floor = scenarios["floor"]
+    assert set(floor["groups"]) == groups
+    for figures in floor["groups"].values():
+        assert figures["floor_s"]["p50"] > 0 and all(t > 0 for t in figures["tokens"])
+        assert figures["windows_s"] and all(w in (5, 10, 15, 30) for w in figures["windows_s"])
+    real = results["clips"]["real"]
+    assert set(real) == groups and all(real[g] for g in groups)
+    for name, low, high in (("1-2s", 1, 2), ("3-6s", 3, 6), ("6-15s", 6, 15)):
+        assert all(low <= clip["seconds"] <= high for clip in real[name])
 
     engine = scenarios["engine"]
     assert engine["vs_direct_best"] == pytest.approx(
@@ -171,6 +185,13 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert engine["vs_direct_best_short"] == pytest.approx(
         engine["best_throughput"] / direct["best_short_throughput"]
     )
+    assert set(engine["group_latency_s"]) == set(engine["vs_floor"]) == groups
+    for name, stats in engine["group_latency_s"].items():
+        assert engine["vs_floor"][name] == pytest.approx(
+            stats["p50"] / floor["groups"][name]["floor_s"]["p50"]
+        )
+        assert results["headline"][f"engine_vs_floor_{name}"]["value"] == engine["vs_floor"][name]
+    assert set(scenarios["peer"]["group_latency_s"]) == groups
     for label in ("1s", "5s", "15s"):
         assert engine["overhead_ms"][label]["p50"] > 0
         # the engine's own timing is part of the client's wait
@@ -234,11 +255,24 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     longform = scenarios["longform"]
     assert longform["status"] == "ok", longform
     assert longform["recording_s"] >= 40 and longform["workers"] == machine["cores"]
+    assert longform["source"].endswith("longform-en.json")  # real speech, with its reference
     assert longform["speedup_vs_faster"] == pytest.approx(
         min(longform["transcribe_s"], longform["batched_s"]) / longform["engine_s"]
     )
     assert all(0 <= rate <= 1 for rate in longform["wer"].values())
     assert longform["site_idle_s"] > 0 and longform["site_calls_during"] >= 1
+
+    accuracy = scenarios["accuracy"]
+    assert accuracy["status"] == "ok", accuracy
+    assert set(accuracy["ways"]) == {"whole", "engine"}
+    for way in accuracy["ways"].values():
+        assert set(way["wer"]) == {"en"}  # tiny.en hears English only
+        assert 0 <= way["wer_all"] <= 1 and 0 <= way["decoded_again_rate"] <= 1
+        assert sum(way["answered_by"].values()) >= 1
+    engine_way = accuracy["ways"]["engine"]
+    assert any(key.startswith(("5 s", "10 s")) for key in engine_way["answered_by"])
+    assert "guard_decoded_again_rate" in results["headline"]
+    assert "wer_engine_en" in results["headline"] and "wer_whole_en" in results["headline"]
 
     headline = results["headline"]
     for key in (
@@ -257,6 +291,9 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert "engine minus direct" in report
     assert "one site's newest 100 entries" in report
     assert "## A long recording across the pool (`longform`)" in report
+    assert "## The machine's floor: raw CTranslate2, one thread (`floor`)" in report
+    assert "## Words kept on real speech, per language (`accuracy`)" in report
+    assert "x the floor)" in report
     assert plots.available()  # the dev extra installs matplotlib
     for name in ("concurrency.png", "latency-by-clip.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

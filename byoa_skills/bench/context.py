@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from byoa_skills.bench.clips import RealClip
+
 
 class Skip(Exception):
     """A scenario that cannot run here; its message is the reason printed and reported."""
@@ -99,6 +101,21 @@ class Context:
     shared: dict[str, Any] = field(default_factory=dict)
     #: Where ``tune`` keeps the layout it chose: the user's own config, not the run's home.
     layout_path: Path | None = None
+    #: The mixed real clips by length group (:func:`byoa_skills.bench.clips.real_groups`);
+    #: their samples are in ``clips`` too, under their keys.
+    real: dict[str, list[RealClip]] = field(default_factory=dict)
+
+    def language(self, key: str) -> str:
+        """The language spoken in the clip ``key`` (the test speech is English)."""
+        found = next((c for g in self.real.values() for c in g if c.key == key), None)
+        return found.language if found else "en"
+
+    def real_mix(self, calls: int) -> list[str]:
+        """``calls`` keys of the mixed real clips, the groups in turn (the throughput runs);
+        the 1 s / 5 s / 15 s labels in turn when there are no real clips."""
+        from byoa_skills.bench.clips import mix, real_mix
+
+        return real_mix(self.real, calls) if self.real else mix(self.clips, calls)
 
     @property
     def workers(self) -> int:

@@ -40,8 +40,13 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         )
         out["direct_best_short_throughput"] = _figure(
             direct.get("best_short_throughput"), "clips/s", "higher",
-            f"direct best ({direct['best']}), 15 s window",
+            f"direct best ({direct.get('best_short')}), the engine's windows and decode",
         )  # fmt: skip
+    if floor := _ok(results, "floor"):
+        for name, figures in floor["groups"].items():
+            out[f"floor_{name}_p50_s"] = _figure(
+                figures["floor_s"]["p50"], "s", "lower", f"floor, {name} real clips, p50"
+            )
     if engine := _ok(results, "engine"):
         out["engine_throughput"] = _figure(
             engine["best_throughput"], "clips/s", "higher", "engine throughput, best level"
@@ -51,8 +56,16 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         )
         out["engine_vs_direct_best_short"] = _figure(
             engine.get("vs_direct_best_short"), "ratio", "higher",
-            "engine / direct best, 15 s window",
+            "engine / direct best with the engine's windows and decode",
         )  # fmt: skip
+        for name, stats in engine.get("group_latency_s", {}).items():
+            out[f"engine_latency_{name}_c1_p50_s"] = _figure(
+                stats["p50"], "s", "lower", f"engine p50 at concurrency 1, {name} real clips"
+            )
+            out[f"engine_vs_floor_{name}"] = _figure(
+                engine.get("vs_floor", {}).get(name), "ratio", "lower",
+                f"engine p50 / floor, {name} real clips",
+            )  # fmt: skip
         for label in ("1s", "5s", "15s"):
             out[f"engine_latency_{label}_p50_s"] = _figure(
                 engine["latency_s"][label]["p50"], "s", "lower", f"engine latency {label}, p50"
@@ -113,6 +126,17 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
                             mine["latency_s"]["p50"] / level["latency_s"]["p50"], "ratio",
                             "lower", "engine / peer p50 latency at concurrency 1",
                         )  # fmt: skip
+    if accuracy := _ok(results, "accuracy"):
+        for way, label in (("whole", "whole window, beam 5"), ("engine", "engine")):
+            figures = accuracy["ways"][way]
+            for language, wer in figures["wer"].items():
+                out[f"wer_{way}_{language}"] = _figure(
+                    wer, "WER", "lower", f"WER {language}, {label}"
+                )
+        out["guard_decoded_again_rate"] = _figure(
+            accuracy["ways"]["engine"]["decoded_again_rate"], "share", "lower",
+            "real clips the guard decoded again",
+        )  # fmt: skip
     if link := _ok(results, "link"):
         out["link_throughput"] = _figure(
             link["best_throughput"], "clips/s", "higher", "direct link throughput, best level"

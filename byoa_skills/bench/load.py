@@ -92,3 +92,23 @@ async def by_clip(
         label: summarize([x for g in rounds_ for x in g], rounds_).to_dict()
         for label, rounds_ in groups.items()
     }
+
+
+async def by_group(
+    call: CallFn,
+    groups: dict[str, list[str]],
+    repeats: int,
+    rounds: int,
+    advance: Callable[[int], None] = lambda n: None,
+) -> dict[str, Any]:
+    """Sequential latency of each group of clips: every clip of a group ``repeats`` times a
+    round, the group's calls pooled; the spread is over the rounds' medians."""
+    samples: dict[str, list[list[float]]] = {name: [] for name in groups}
+    for _ in range(rounds):
+        for name, keys in groups.items():
+            samples[name].append([await call(key) for key in keys for _ in range(repeats)])
+            advance(1)
+    return {
+        name: summarize([x for g in rounds_ for x in g], rounds_).to_dict()
+        for name, rounds_ in samples.items()
+    }

@@ -89,17 +89,48 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 f"{_n(layout['throughput'])} | {layout['throughput_spread']:.1%} | "
                 f"{_n(lat['p50'])} | {_n(lat['p95'])} |"
             )
-        if short := entry.get("best_short"):
-            lat = short["latency_s"]
+        for key, layout in entry.get("short_layouts", {}).items():
+            best = " (best)" if key == entry.get("best_short") else ""
+            lat = layout["latency_s"]
             lines.append(
-                f"| {short['processes']} process x {short['threads']} thread, faster-whisper, "
-                f"{entry['short_window_s']} s window | {_n(short['throughput'])} | "
-                f"{short['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
+                f"| {layout['processes']} process x {layout['threads']} thread, the engine's "
+                f"windows and decode{best} | {_n(layout['throughput'])} | "
+                f"{layout['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
             )
+    elif name == "floor":
+        lines += ["| group | floor p50 s | min s | windows s | tokens |", "|---|---|---|---|---|"]
+        for group, figures in entry["groups"].items():
+            stats = figures["floor_s"]
+            lines.append(
+                f"| {group} | {_n(stats['p50'])} | {_n(stats['min'])} | "
+                f"{', '.join(f'{w:g}' for w in figures['windows_s'])} | "
+                f"{', '.join(str(t) for t in figures['tokens'])} |"
+            )
+    elif name == "accuracy":
+        ways = entry["ways"]
+        languages = list(ways["whole"]["wer"])
+        lines += ["| way | " + " | ".join(f"WER {n}" for n in languages)
+                  + " | WER all | decoded again | seconds |",
+                  "|---|" + "---|" * (len(languages) + 3)]  # fmt: skip
+        for way, figures in ways.items():
+            cells = " | ".join(f"{figures['wer'][n]:.3f}" for n in languages)
+            lines.append(f"| {way} | {cells} | {figures['wer_all']:.3f} | "
+                         f"{figures['decoded_again']} ({figures['decoded_again_rate']:.1%}) | "
+                         f"{figures['seconds']:.1f} |")  # fmt: skip
+        answered = ", ".join(f"{k}: {v}" for k, v in sorted(ways["engine"]["answered_by"].items()))
+        lines += ["", f"{entry['clips']} clips. The engine's answers came from: {answered}. "
+                  f"Within {entry['goal']:.1%} of the whole window in every language: "
+                  f"{'yes' if entry['within_goal'] else 'no'}."]  # fmt: skip
     elif name in ("engine", "gpu", "peer", "link"):
         lines.append(STATS_HEAD.format("latency by clip (s)"))
         for label, stats in entry["latency_s"].items():
             lines.append(_stats_row(label, stats))
+        if entry.get("group_latency_s"):
+            lines += ["", STATS_HEAD.format("latency by real clip group, one at a time (s)")]
+            for group, stats in entry["group_latency_s"].items():
+                ratio = entry.get("vs_floor", {}).get(group)
+                floor = f" ({ratio:.2f}x the floor)" if ratio else ""
+                lines.append(_stats_row(group + floor, stats))
         if "overhead_ms" in entry:
             lines += ["", STATS_HEAD.format("API overhead by clip (ms)")]
             for label, stats in entry["overhead_ms"].items():
@@ -112,8 +143,8 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 f"{entry['vs_direct_best']:.0%} of direct best "
                 f"({_n(entry['direct_best'])} clips/s)"
                 + (
-                    f", {entry['vs_direct_best_short']:.0%} of direct best on the 15 s window "
-                    f"({_n(entry['direct_best_short'])} clips/s)."
+                    f", {entry['vs_direct_best_short']:.0%} of direct best with the engine's "
+                    f"windows and decode ({_n(entry['direct_best_short'])} clips/s)."
                     if entry.get("vs_direct_best_short")
                     else "."
                 ),

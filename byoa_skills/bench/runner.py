@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.bench.clips import load_clips
+from byoa_skills.bench.clips import load_clips, real_groups
 from byoa_skills.bench.context import Context, Reporter, Settings, Skip, make_home
 from byoa_skills.bench.headline import headline
 from byoa_skills.bench.machine import available_cores, decode_options, machine_facts, model_facts
@@ -37,8 +37,10 @@ def prepare(settings: Settings, reporter: Reporter, home: Path | None = None) ->
     os.environ["BYOA_SKILLS_HOME"] = str(home)
     model_dir = ensure_model(settings.model, cache_dir=home / "cache" / "models")
     clips, source = load_clips()
+    real = real_groups(settings.quick, english_only=settings.model.endswith(".en"))
+    clips |= {clip.key: clip.samples for group in real.values() for clip in group}
     return Context(settings, clips, source, home, Path(model_dir), available_cores(), reporter,
-                   layout_path=user_layout)  # fmt: skip
+                   layout_path=user_layout, real=real)  # fmt: skip
 
 
 def run_scenarios(ctx: Context, selected: Sequence[str]) -> dict[str, Any]:
@@ -80,6 +82,18 @@ def run_scenarios(ctx: Context, selected: Sequence[str]) -> dict[str, Any]:
         "clips": {
             "source": ctx.clip_source,
             "seconds": {label: len(s) / 16000 for label, s in ctx.clips.items()},
+            "real": {
+                group: [
+                    {
+                        "key": c.key,
+                        "source": c.source,
+                        "language": c.language,
+                        "seconds": round(c.seconds, 3),
+                    }
+                    for c in clips
+                ]
+                for group, clips in ctx.real.items()
+            },
         },
         "engine_layout": {"workers": ctx.workers, "threads": 1},
         "scenarios": ctx.results,

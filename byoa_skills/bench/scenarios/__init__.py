@@ -9,10 +9,12 @@ from __future__ import annotations
 from types import ModuleType
 
 from byoa_skills.bench.scenarios import (
+    accuracy,
     batch,
     cold,
     direct,
     engine,
+    floor,
     gpu,
     idle,
     link,
@@ -26,10 +28,10 @@ from byoa_skills.bench.scenarios import (
     wav,
 )
 
-#: Every scenario, in run order (direct before the engine: the engine's ratio needs it).
+#: Every scenario, in run order (direct and floor before the engine: its ratios need them).
 _ORDER = (
-    wav, direct, cold, engine, memory, idle, peer, gpu, link, text, batch, store, longform,
-    longmemory, tune,
+    wav, direct, floor, cold, engine, memory, idle, peer, gpu, link, text, batch, store,
+    accuracy, longform, longmemory, tune,
 )  # fmt: skip
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
 #: Scenarios a run without names leaves out: ``tune`` changes the user's config;

@@ -1,9 +1,13 @@
 """``direct``: the runtime called in-process, in every process x thread layout that fits the
-cores, each process taking the next clip as soon as it is free (as the pool's workers do).
-The best layout's throughput is "direct best", the yardstick of the engine and the peer.
-Then the best layout once more with faster-whisper's own ``transcribe`` on a 15 s window
-(``chunk_length=15``, the engine's decoding options otherwise): "direct best, 15 s window",
-the yardstick of the engine's default short window."""
+cores, each process taking the next clip as soon as it is free (as the pool's workers do), on
+the mixed real clips in their languages.
+
+Twice per layout: with the whole 30 s window and beam 5 (faster-whisper's own way:
+``DecodeOptions()``), whose best layout is "direct best", the hardware with no engine at all;
+and with the engine's own windows, guard and decode choices
+(:func:`byoa_skills.pool.config.engine_decode_options`), whose best layout is "direct best,
+short windows": what the engine's decoding gives without the pool, so that the engine's
+throughput over it is what the pool costs."""
 
 from __future__ import annotations
 
@@ -13,14 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from byoa_skills.bench.clips import LABELS, mix
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.stats import spread_of, summarize
 
 NAME = "direct"
 TITLE = "Runtime called directly"
-#: The short window faster-whisper is given for the second yardstick, in seconds.
-SHORT_WINDOW = 15
+#: The two ways measured in each layout: the whole window, and the engine's windows.
+WAYS = ("whole", "engine")
 
 
 def layouts(cores: int) -> list[tuple[int, int]]:
@@ -33,59 +36,36 @@ def _worker(
     name: str,
     device: str,
     threads: int,
-    clips: dict[str, np.ndarray],
+    clips: dict[str, tuple[np.ndarray, str]],
     jobs: Any,
     out: Any,
-    chunk_length: int | None = None,
+    way: str,
 ) -> None:
-    floats = {label: s.astype(np.float32) / 32768 for label, s in clips.items()}
-    transcribe = _transcriber(model_dir, name, device, threads, chunk_length)
-    transcribe(floats["1s"])  # the warm-up the pool's workers run
+    from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+    from byoa_skills.runtimes.speech import DecodeOptions, load_backend
+
+    floats = {key: (s.astype(np.float32) / 32768, lang) for key, (s, lang) in clips.items()}
+    options = engine_decode_options(DEFAULT_ENCODER_SECONDS) if way == "engine" else None
+    backend = load_backend(model_dir, model_name=name, device=device, cpu_threads=threads,
+                           options=options or DecodeOptions())  # fmt: skip
+    backend.transcribe(*floats[next(iter(floats))])  # the warm-up the pool's workers run
     out.put(("ready", 0.0))
-    while (label := jobs.get()) is not None:
+    while (key := jobs.get()) is not None:
         began = time.perf_counter()
-        transcribe(floats[label])
+        backend.transcribe(*floats[key])
         out.put(("done", time.perf_counter() - began))
     out.put(("stopped", 0.0))
 
 
-def _transcriber(
-    model_dir: str, name: str, device: str, threads: int, chunk_length: int | None
-) -> Any:
-    """``transcribe(samples)`` in English: the engine's runtime (``chunk_length`` None), or
-    faster-whisper's own ``transcribe`` on windows of ``chunk_length`` seconds."""
-    from byoa_skills.runtimes.speech import DecodeOptions, load_backend
-
-    if chunk_length is None:
-        backend = load_backend(model_dir, model_name=name, device=device, cpu_threads=threads)
-        return lambda samples: backend.transcribe(samples, "en")
-    from faster_whisper import WhisperModel
-
-    model = WhisperModel(model_dir, device=device, compute_type="int8", cpu_threads=threads)
-    o = DecodeOptions()
-
-    def transcribe(samples: np.ndarray) -> str:
-        segments, _ = model.transcribe(
-            samples, language="en", beam_size=o.beam_size, temperature=o.TEMPERATURE,
-            compression_ratio_threshold=None, condition_on_previous_text=False,
-            without_timestamps=True, vad_filter=True, max_new_tokens=o.max_new_tokens,
-            chunk_length=chunk_length,
-        )  # fmt: skip
-        return "".join(segment.text for segment in segments)
-
-    return transcribe
-
-
-def measure_layout(
-    ctx: Context, processes: int, threads: int, chunk_length: int | None = None
-) -> dict[str, Any]:
-    """Throughput (clips/s) of each round of the mixed load, and each call's latency."""
+def measure_layout(ctx: Context, processes: int, threads: int, way: str) -> dict[str, Any]:
+    """Throughput (clips/s) of each round of the mixed load, and each call's latency, with
+    the whole window (``way`` ``whole``) or the engine's windows (``engine``)."""
     context = multiprocessing.get_context("spawn")
     jobs, out = context.Queue(), context.Queue()
-    args = (str(ctx.model_dir), ctx.settings.model, "cpu", threads, ctx.clips, jobs, out,
-            chunk_length)  # fmt: skip
+    labels = ctx.real_mix(max(ctx.settings.calls, 2 * processes))
+    clips = {key: (ctx.clips[key], ctx.language(key)) for key in set(labels)}
+    args = (str(ctx.model_dir), ctx.settings.model, "cpu", threads, clips, jobs, out, way)
     workers = [context.Process(target=_worker, args=args, daemon=True) for _ in range(processes)]
-    labels = mix(ctx.clips, max(ctx.settings.calls, 2 * processes))
     throughputs: list[float] = []
     latencies: list[list[float]] = []
     try:
@@ -125,27 +105,27 @@ def measure_layout(
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    """Every layout's figures, and which was best."""
+    """Every layout's figures both ways, and which layout was best each way."""
     if ctx.settings.device == "cuda":
         ctx.reporter.note("direct: measured on the CPU; the gpu scenario covers CUDA")
     found = layouts(ctx.cores)
-    ctx.reporter.start(NAME, (len(found) + 1) * ctx.settings.rounds)
-    results = {}
-    for processes, threads in found:
-        ctx.reporter.step(f"{processes} process(es) x {threads} thread(s)")
-        results[f"{processes}x{threads}"] = measure_layout(ctx, processes, threads)
-    best = max(results, key=lambda key: results[key]["throughput"])
-    ctx.shared["direct_best"] = results[best]["throughput"]
-    processes, threads = results[best]["processes"], results[best]["threads"]
-    ctx.reporter.step(f"{best}, faster-whisper on a {SHORT_WINDOW} s window")
-    short = measure_layout(ctx, processes, threads, chunk_length=SHORT_WINDOW)
-    ctx.shared["direct_best_short"] = short["throughput"]
+    ctx.reporter.start(NAME, len(WAYS) * len(found) * ctx.settings.rounds)
+    results: dict[str, dict[str, Any]] = {way: {} for way in WAYS}
+    for way in WAYS:
+        for processes, threads in found:
+            window = "whole window" if way == "whole" else "the engine's windows"
+            ctx.reporter.step(f"{processes} process(es) x {threads} thread(s), {window}")
+            results[way][f"{processes}x{threads}"] = measure_layout(ctx, processes, threads, way)
+    best = max(results["whole"], key=lambda key: results["whole"][key]["throughput"])
+    best_short = max(results["engine"], key=lambda key: results["engine"][key]["throughput"])
+    ctx.shared["direct_best"] = results["whole"][best]["throughput"]
+    ctx.shared["direct_best_short"] = results["engine"][best_short]["throughput"]
     return {
-        "mix": list(LABELS),
-        "layouts": results,
+        "mix": "real",
+        "layouts": results["whole"],
         "best": best,
-        "best_throughput": results[best]["throughput"],
-        "short_window_s": SHORT_WINDOW,
-        "best_short": short,
-        "best_short_throughput": short["throughput"],
+        "best_throughput": results["whole"][best]["throughput"],
+        "short_layouts": results["engine"],
+        "best_short": best_short,
+        "best_short_throughput": results["engine"][best_short]["throughput"],
     }

@@ -1,6 +1,8 @@
 """``engine``: ``byoa-skills serve`` on loopback, called over HTTP as the wallet calls it:
-latency by clip length, the API's overhead per call, and a concurrency sweep from 1 to twice
-the workers, with the ratio of its best throughput to "direct best"."""
+latency by clip length and by real clip group (with its ratio to the ``floor``), the API's
+overhead per call, and a concurrency sweep over the mixed real clips from 1 to twice the
+workers, with the ratio of its best throughput to "direct best" (the whole window) and to
+"direct best, short windows" (the engine's own decoding without the pool)."""
 
 from __future__ import annotations
 
@@ -26,4 +28,10 @@ def run(ctx: Context) -> dict[str, Any]:
     short = ctx.shared.get("direct_best_short")
     figures["direct_best_short"] = short
     figures["vs_direct_best_short"] = figures["best_throughput"] / short if short else None
+    floor = ctx.shared.get("floor", {})
+    figures["vs_floor"] = {
+        name: stats["p50"] / floor[name]
+        for name, stats in figures["group_latency_s"].items()
+        if floor.get(name)
+    }
     return figures

@@ -8,9 +8,9 @@ from typing import Any
 
 import aiohttp
 
-from byoa_skills.bench.clips import LABELS, mix, skill_body
+from byoa_skills.bench.clips import LABELS, skill_body
 from byoa_skills.bench.context import Context
-from byoa_skills.bench.load import by_clip, sweep
+from byoa_skills.bench.load import by_clip, by_group, sweep
 from byoa_skills.bench.server import EngineProcess, Timed, json_body, start_engine
 from byoa_skills.bench.stats import summarize
 
@@ -48,8 +48,15 @@ def running(ctx: Context, device: str = "cpu") -> EngineProcess:
 
 
 def bodies(ctx: Context) -> dict[str, bytes]:
-    """The JSON body of a call for each clip length."""
-    return {label: json_body(skill_body(ctx.clips[label])) for label in LABELS}
+    """The JSON body of a call for each clip (the 1 s / 5 s / 15 s labels and the real
+    clips' keys), in its language."""
+    return {key: json_body(skill_body(samples, ctx.language(key)))
+            for key, samples in ctx.clips.items()}  # fmt: skip
+
+
+def groups(ctx: Context) -> dict[str, list[str]]:
+    """The keys of the real clips by length group."""
+    return {name: [clip.key for clip in clips] for name, clips in ctx.real.items()}
 
 
 def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]:
@@ -59,7 +66,7 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
     settings = ctx.settings
 
     async def go() -> dict[str, Any]:
-        timed: dict[str, list[Timed]] = {label: [] for label in LABELS}
+        timed: dict[str, list[Timed]] = {key: [] for key in payloads}
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
 
@@ -79,12 +86,17 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
             infer = {
                 label: summarize([t.infer for t in timed[label]]).to_dict() for label in LABELS
             }
+            ctx.reporter.step("latency by clip group, the real clips one at a time")
+            by_groups = await by_group(
+                call, groups(ctx), settings.repeats, settings.rounds, ctx.reporter.advance
+            )
             ctx.reporter.step(f"concurrency sweep {list(levels)}")
             levels_out = await sweep(
-                call, mix(ctx.clips, settings.calls), levels, settings.rounds, ctx.reporter.advance
+                call, ctx.real_mix(settings.calls), levels, settings.rounds, ctx.reporter.advance
             )
         return {
             "latency_s": latency,
+            "group_latency_s": by_groups,
             "infer_s": infer,
             "overhead_ms": overhead,
             "sweep": [level.to_dict() for level in levels_out],
@@ -100,4 +112,4 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
 
 def work_units(ctx: Context, workers: int) -> int:
     """Progress units of :func:`measure`."""
-    return ctx.settings.rounds * (len(LABELS) + len(ctx.sweep(workers)))
+    return ctx.settings.rounds * (len(LABELS) + len(ctx.real) + len(ctx.sweep(workers)))

@@ -1,4 +1,5 @@
-"""``longform``: a long recording (real speech clips joined with pauses) through the engine's
+"""``longform``: a long recording of real speech (the English clips of tests/data/realspeech
+joined with pauses to five minutes, tests/data/realspeech/longform-en.json) through the engine's
 OpenAI-compatible API, cut into pieces that run on every worker at once, against
 faster-whisper's own ``transcribe`` and its ``BatchedInferencePipeline`` called directly on
 the same machine with all its cores. Also: the words each heard (word error rate against what
@@ -18,7 +19,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 
-from byoa_skills.bench.clips import skill_body, speech_dir
+from byoa_skills.bench.clips import REAL_DIR, skill_body, speech_dir
 from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.server import EngineProcess, json_body, post_transcription, start_engine
 from byoa_skills.wav import SAMPLE_RATE, parse_wav, wav_from_int16
@@ -27,7 +28,10 @@ NAME = "longform"
 TITLE = "A long recording across the pool"
 #: The recording's length, in seconds: full and quick runs.
 FULL_SECONDS, QUICK_SECONDS = 300.0, 45.0
-#: The English clips the recording is made of, in turn, and the pauses between them (s).
+#: The recording's parts, pauses and reference text.
+RECORDING = "longform-en.json"
+#: In a folder without :data:`RECORDING` (the test speech of tests/data/speech): these
+#: clips in turn and the pauses between them (s).
 PARTS = ("en-long.wav", "jfk.wav", "en-fox.wav", "en-hello.wav", "country-norway.wav")
 PAUSES = (0.6, 1.5, 3.0, 0.8, 2.2)
 #: Sites' 1 s clips timed on the idle engine, and at most this many during the long job.
@@ -35,9 +39,35 @@ SITE_CALLS = 5
 
 
 def build_recording(seconds: float, folder: Path | None = None) -> tuple[np.ndarray, str]:
-    """``(int16 samples, the text said)``: :data:`PARTS` in turn, :data:`PAUSES` of silence
-    between them, until the recording is at least ``seconds`` long."""
-    folder = folder or speech_dir()
+    """``(int16 samples, the text said)``: the parts of :data:`RECORDING` in order, each
+    followed by its pause of silence, as many as make at least ``seconds`` (all of them: five
+    minutes of real speech). From a ``folder`` without that file, :data:`PARTS` in turn with
+    :data:`PAUSES` between them until the recording is at least ``seconds`` long."""
+    import soundfile
+
+    folder = folder or REAL_DIR
+    if not (folder / RECORDING).is_file():
+        return _cycled(seconds, folder)
+    plan = json.loads((folder / RECORDING).read_text(encoding="utf-8"))
+    audio: dict[str, np.ndarray] = {}
+    parts: list[np.ndarray] = []
+    texts: list[str] = []
+    total = 0
+    for part in plan["parts"]:
+        if total >= seconds * SAMPLE_RATE:
+            break
+        if part["file"] not in audio:
+            samples, _ = soundfile.read(folder / part["file"], dtype="int16")
+            audio[part["file"]] = np.ascontiguousarray(samples)
+        clip = audio[part["file"]]
+        pause = np.zeros(int(part["pause_after_s"] * SAMPLE_RATE), dtype="<i2")
+        parts += [clip, pause]
+        texts.append(part["text"])
+        total += len(clip) + len(pause)
+    return np.concatenate(parts), " ".join(texts)
+
+
+def _cycled(seconds: float, folder: Path) -> tuple[np.ndarray, str]:
     said = {c["file"]: c["text"] for c in json.loads((folder / "clips.json").read_text())}
     clips = [parse_wav((folder / name).read_bytes()).samples for name in PARTS]
     parts: list[np.ndarray] = []
@@ -58,15 +88,21 @@ def words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-def word_error_rate(reference: str, heard: str) -> float:
-    """Word-level edit distance from ``reference`` to ``heard``, over the reference's words."""
+def word_errors(reference: str, heard: str) -> tuple[int, int]:
+    """``(word-level edit distance from reference to heard, the reference's words)``."""
     ref, hyp = words(reference), words(heard)
     row = list(range(len(hyp) + 1))
     for i, word in enumerate(ref, start=1):
         previous, row[0] = row[0], i
         for j, other in enumerate(hyp, start=1):
             previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (word != other))
-    return row[-1] / max(1, len(ref))
+    return row[-1], len(ref)
+
+
+def word_error_rate(reference: str, heard: str) -> float:
+    """Word-level edit distance from ``reference`` to ``heard``, over the reference's words."""
+    errors, total = word_errors(reference, heard)
+    return errors / max(1, total)
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -96,6 +132,7 @@ def run(ctx: Context) -> dict[str, Any]:
     ctx.reporter.advance()
     faster = min(direct_s, batched_s)
     return {
+        "source": f"tests/data/realspeech/{RECORDING}",
         "recording_s": round(len(samples) / SAMPLE_RATE, 1),
         "workers": ctx.workers,
         "engine_s": figures["engine_s"],

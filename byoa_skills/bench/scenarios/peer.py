@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.bench.clips import LABELS, mix
+from byoa_skills.bench.clips import LABELS
 from byoa_skills.bench.context import Context, Skip
-from byoa_skills.bench.load import by_clip, sweep
+from byoa_skills.bench.load import by_clip, by_group, sweep
+from byoa_skills.bench.scenarios.enginerun import groups
 from byoa_skills.bench.server import free_port, rss_mib
 from byoa_skills.bench.wyoming import describe, transcribe
 
@@ -103,7 +104,7 @@ def run(ctx: Context) -> dict[str, Any]:
         )
     levels = ctx.sweep()
     settings = ctx.settings
-    ctx.reporter.start(NAME, 1 + settings.rounds * (len(LABELS) + len(levels)))
+    ctx.reporter.start(NAME, 1 + settings.rounds * (len(LABELS) + len(ctx.real) + len(levels)))
     port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="peer-", dir=ctx.home))
     log = ctx.home / "peer.log"
@@ -130,13 +131,13 @@ def run(ctx: Context) -> dict[str, Any]:
     _wait_ready(process, port, log, timeout=600)
     ready_s = time.perf_counter() - began
     ctx.reporter.advance()
-    pcm = {label: ctx.clips[label].astype("<i2").tobytes() for label in LABELS}
+    pcm = {key: samples.astype("<i2").tobytes() for key, samples in ctx.clips.items()}
 
     texts: dict[str, str] = {}
 
-    async def call(label: str) -> float:
+    async def call(key: str) -> float:
         started = time.perf_counter()
-        texts[label] = await transcribe("127.0.0.1", port, pcm[label], language="en")
+        texts[key] = await transcribe("127.0.0.1", port, pcm[key], language=ctx.language(key))
         return time.perf_counter() - started
 
     async def go() -> dict[str, Any]:
@@ -145,11 +146,16 @@ def run(ctx: Context) -> dict[str, Any]:
         latency = await by_clip(
             call, LABELS, settings.repeats, settings.rounds, ctx.reporter.advance
         )
+        ctx.reporter.step("latency by clip group, the real clips one at a time")
+        by_groups = await by_group(
+            call, groups(ctx), settings.repeats, settings.rounds, ctx.reporter.advance
+        )
         ctx.reporter.step(f"concurrency sweep {list(levels)}")
         levels_out = await sweep(
-            call, mix(ctx.clips, settings.calls), levels, settings.rounds, ctx.reporter.advance
+            call, ctx.real_mix(settings.calls), levels, settings.rounds, ctx.reporter.advance
         )
-        return {"latency_s": latency, "sweep": [level.to_dict() for level in levels_out]}
+        return {"latency_s": latency, "group_latency_s": by_groups,
+                "sweep": [level.to_dict() for level in levels_out]}  # fmt: skip
 
     figures = asyncio.run(go())
     figures["start_to_ready_s"] = ready_s
