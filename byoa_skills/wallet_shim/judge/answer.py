@@ -1,6 +1,7 @@
-"""Reading the judge model's answer: one JSON object ``{"decision", "reason"}``, possibly in a
-code fence or after a few words, or an answer whose first word is a decision. Anything else
-is not an opinion and gives ``ask`` (``purpose-judge-unreadable``)."""
+"""Reading the judge model's answer: its first word is the decision (``allowed``, ``ask``,
+``blocked``; ``warn`` too), then a colon and the reason; a JSON object ``{"decision",
+"reason"}`` in the answer is read as well. Anything else is not an opinion and gives ``ask``
+(``purpose-judge-unreadable``)."""
 
 from __future__ import annotations
 

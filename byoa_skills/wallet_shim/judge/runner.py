@@ -26,21 +26,23 @@ log = logging.getLogger("byoa_skills.judge")
 #: Seconds the judge is given by default; slower gives ``ask``.
 DEADLINE_SECONDS = 10.0
 #: The judge's answer bound, in tokens: one short line of JSON.
-MAX_TOKENS = 48
+MAX_TOKENS = 32
 
 
 @dataclass(frozen=True)
 class JudgeSettings:
     """Which model judges and how: ``SOURCE/MODEL`` as the text runtime names it, the
-    deadline in seconds, the answer bound, the messages' budget in characters, and the
-    decision the model's ``blocked`` gives (``blocked``, or ``ask`` to let the visitor
-    decide every mismatch)."""
+    deadline in seconds, the answer bound, the messages' budget in characters, the decision
+    the model's ``blocked`` gives (``blocked``, or ``ask`` to let the visitor decide every
+    mismatch), and whether the rules go in a system message (False: at the head of the user
+    message, for a source whose chat template drops system messages)."""
 
     model: str
     deadline: float = DEADLINE_SECONDS
     max_tokens: int = MAX_TOKENS
     budget: int = MESSAGE_BUDGET
     mismatch: str = "blocked"
+    system_role: bool = True
 
     def __post_init__(self) -> None:
         if self.mismatch not in ("blocked", "ask"):
@@ -61,7 +63,7 @@ async def judge(
     Cancelling the awaiting task cancels the upstream request."""
     call = TextCall(
         model=settings.model,
-        messages=build_prompt(purpose, messages, settings.budget),
+        messages=build_prompt(purpose, messages, settings.budget, settings.system_role),
         max_tokens=settings.max_tokens,
         temperature=0.0,
         deadline=settings.deadline,
