@@ -6,7 +6,8 @@ with no budget to spend (its manifest states no cost; local models cost nothing)
 the platform is in the site list under that origin (``sites pause|block`` work as for any
 site), and every call passes the shim's gate and limits. Before that, a skill outside the
 scope is refused with ``outside-registration-scope``, and a platform with no registration
-here (never paired, or revoked) with ``not-registered``.
+here (never paired, or revoked) with ``not-registered``, and a ``text.generate`` call while
+no text source answers with a model with ``no-fitting-model`` (no grant is made for it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from byoa_skills.skills import CallResult
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.allow import ALLOW_GRANT_SECONDS, allow_grant
 from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.models_block import TEXT_SKILL
 from byoa_skills.wallet_shim.shim import WalletShim
 
 OUTSIDE_SCOPE = "outside-registration-scope"
@@ -68,6 +70,9 @@ class RegistrationCalls:
                 OUTSIDE_SCOPE,
                 "the skill is outside the registration's scope",
             )
+        if skill == TEXT_SKILL and not await self.shim.engine.fits(TEXT_SKILL, {}):
+            return self._refused(registration.issuer, skill, "no-fitting-model",
+                                 "no text source answers with a model")  # fmt: skip
         try:
             grant_id = self._grant_for(registration)
         except GrantRefusal as refusal:

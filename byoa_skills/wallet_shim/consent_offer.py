@@ -146,10 +146,15 @@ def offer_check(offer: Offer, more: More) -> ChoiceCheck:
 
 
 def offer_grant(offer: Offer, choices: VisitorChoices | None) -> dict[str, Any]:
-    """The grant an Allow gives: ``choices`` from a consent, else what was kept for the site.
-    ``no-fitting-model`` (:class:`GrantRefusal`) when a text skill's block cannot be met by
-    the models on offer."""
+    """The grant an Allow gives: ``choices`` from a consent, else what was kept for the site
+    (a consent where no model was ticked, as a block that needs none allows, gives no
+    ``text.generate``). ``no-fitting-model`` (:class:`GrantRefusal`) when a text skill's
+    block cannot be met by the models on offer."""
     chosen = choices if choices is not None else offer.kept
+    skills = offer.skills
+    if choices is not None and choices.models == () and offer.block is not None:
+        skills = [name for name in skills if name != TEXT_SKILL]  # no model ticked: no text
+        offer = replace(offer, skills=skills, block=None)
     if (
         choices is None
         and chosen.budget is not None

@@ -18,6 +18,7 @@ from typing import Any
 from bringyourownagent import validate_manifest
 
 from byoa_skills.wallet_shim.limits import problems_in, rate_problems
+from byoa_skills.wallet_shim.models_block import block_problems
 
 #: A skill's languages: the codes it names, or None for a skill that names none (any).
 Languages = frozenset[str] | None
@@ -154,7 +155,11 @@ def manifest_problems(manifest: Any) -> list[dict[str, str]]:
     if not checked["ok"]:
         return [dict(error) for error in checked["errors"]]
     limits = manifest["purpose"].get("limits")
-    return problems_in(limits, "/purpose/limits") + rate_problems(limits, "/purpose/limits")
+    return (
+        problems_in(limits, "/purpose/limits")
+        + rate_problems(limits, "/purpose/limits")
+        + block_problems(manifest)
+    )
 
 
 def more_than(scope: Scope | None, manifest: dict[str, Any]) -> More:

@@ -11,9 +11,11 @@ from byoa_skills.pool.memory import rss_mib
 from byoa_skills.runtimes.text import TextFailure
 from byoa_skills.runtimes.text.discovery import probe_all
 from byoa_skills.skills import SkillEngine
+from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.consent import origin_view
 from byoa_skills.wallet_shim.grants import Grant
 from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.visitor_choices import ceilings
 
 #: How long a text source may take to say it is up, in seconds.
 SOURCE_PROBE_SECONDS = 1.5
@@ -37,12 +39,24 @@ def sites_view(shim: WalletShim) -> list[dict[str, Any]]:
 
 
 def grant_view(grant: Grant) -> dict[str, Any]:
-    """One grant: what it allows, until when, the limits in force, and its use."""
+    """One grant: what it allows, until when, the limits in force, and its use; for the
+    visitor's changes, the limits they set, each limit's ceiling, and the models ticked by
+    code with the visitor's own names (``modelNames``: the visitor sees them, a site never)."""
+    purpose = grant.manifest.get("purpose")
+    site_limits = purpose.get("limits") if isinstance(purpose, dict) else None
+    minutes_left = max(0, (grant.expires_ms - now_ms()) // 60_000)
     return {
         **grant.summary(),
         "budget": grant.reference.get("budget", {}).get("perSession"),
         "record": grant.record(),
-    }
+        "visitorLimits": dict(grant.given.get("limits") or {}),
+        "modelNames": dict(grant.models),
+        "choices": {
+            "ceilings": ceilings(grant.manifest),
+            "siteLimits": dict(site_limits) if isinstance(site_limits, dict) else {},
+            "currency": grant.currency, "maxExpiryMinutes": minutes_left,
+        },
+    }  # fmt: skip
 
 
 async def engine_view(engine: SkillEngine) -> dict[str, Any]:

@@ -206,6 +206,22 @@ const CODE_SENTENCES = Object.freeze({
   'bad-session': 'The site did not know the link’s one-time code.',
   'manifest-mismatch': 'The site changed its description after you allowed it, so the wallet left.',
   'grant-released': 'The grant was released, so the connection ended.',
+  'grant-ended': 'The grant ended (released, blocked, forgotten or expired), so the wallet said goodbye.',
+  // the models ticked and the limits you set
+  'models-invalid': 'The site’s list of the models it wants is malformed.',
+  'models-not-for-skill': 'The site asked for models for a skill that takes none.',
+  'too-few-models': 'Fewer models are ticked than the site needs.',
+  'too-many-models': 'More models are ticked than the site asks for.',
+  'same-company': 'The site asks for models from different companies; two ticked ones are from one.',
+  'model-ticked-twice': 'The same model is ticked twice.',
+  'model-not-offered': 'None of your text sources offers that model now.',
+  'limit-wider': 'A limit can only be made stricter than the site’s, never wider.',
+  'unknown-limit': 'That is not a limit you can set.',
+  'budget-invalid': 'The budget is an amount and the site’s currency, such as 0.50 USD.',
+  'expiry-later': 'A grant can end sooner, not later.',
+  'expiry-invalid': 'The end of the grant is given in minutes from now.',
+  'choices-invalid': 'What was sent with the answer is malformed.',
+  'no-live-grant': 'The site holds no live grant to change.',
   // the wallet's store
   'store-unsafe': 'The wallet’s data file or folder could have been changed by someone else.',
   'store-damaged': 'The wallet’s data file is damaged.',
@@ -491,20 +507,143 @@ function consentCard(consent) {
       ['Asked', consent.createdMs ? timeEl(consent.createdMs) : ''],
     ]));
   }
-  card.append(el('p', { className: 'timer', 'data-expires': consent.expiresMs }));
+  const picker = view.models ? modelPicker(consent.id, view.models) : null;
+  if (picker) card.append(picker.box);
+  const chooser = view.choices ? limitsChooser(consent.id, view.choices) : null;
+  if (chooser) card.append(chooser.box);
+  const problem = el('p', { className: 'choice-problem', role: 'alert', hidden: true });
+  card.append(problem, el('p', { className: 'timer', 'data-expires': consent.expiresMs }));
   const answers = el('div', { className: 'answers', role: 'group', 'aria-label': 'Your answer' });
   const labels = consent.kind === 'call'
     ? [['allow', 'Allow this call', 'primary'], ['decline', 'Decline', ''], ['decide-on-my-own', 'Allow and decide on my own', '']]
     : [['allow', 'Allow', 'primary'], ['decline', 'Decline', ''], ['decide-on-my-own', 'Allow and decide on my own', '']];
+  const allows = [];
   for (const [decision, label, kind] of labels) {
-    answers.append(el('button', { type: 'button', className: kind, text: label, onclick: () => answer(consent.id, decision) }));
+    const button = el('button', { type: 'button', className: kind, text: label, onclick: () => {
+      const choices = decision === 'decline' ? undefined : {
+        ...(chooser ? chooser.read() : {}), ...(picker ? { models: picker.ticked() } : {}) };
+      answer(consent.id, decision, choices, problem);
+    } });
+    if (decision !== 'decline') allows.push(button);
+    answers.append(button);
   }
+  if (picker) picker.onChange((ready) => { for (const button of allows) button.disabled = !ready; });
   card.append(answers);
   return card;
 }
 
-async function answer(id, decision) {
-  const { body } = await api('consents/' + encodeURIComponent(id), { method: 'POST', body: { decision } });
+// The readable name of each limit a visitor may set, in the order shown.
+const LIMIT_NAMES = Object.freeze({
+  maxCallsPerMinute: 'Calls per minute',
+  maxParallelCalls: 'Calls at once',
+  maxClipSeconds: 'Longest clip (seconds)',
+  maxTextChars: 'Longest text (characters)',
+  maxAnswerTokens: 'Longest answer (tokens)',
+  maxCallSeconds: 'Longest call (seconds)',
+});
+
+// The models a consent offers, grouped by company, as checkboxes; Allow waits until the ticks
+// satisfy what the site asks (how many, how many needed, different companies).
+function modelPicker(consentId, models) {
+  const box = el('fieldset', { className: 'models' });
+  box.append(el('legend', { text: 'Models this site may use' }));
+  if (models.why) box.append(el('blockquote', { className: 'models-why', dir: 'auto', text: models.why }));
+  const rule = 'It asks for ' + models.count + (models.count === 1 ? ' model' : ' models')
+    + (models.required < models.count ? ' (' + models.required + ' needed, the others recommended)' : '')
+    + (models.differentCompanies ? ', each from a different company.' : '.');
+  box.append(el('p', { className: 'models-rule', text: rule }));
+  const boxes = [];
+  let n = 0;
+  for (const group of models.groups || []) {
+    const list = el('ul', { className: 'model-list' });
+    for (const model of group.models) {
+      const id = 'm-' + consentId + '-' + (n++);
+      const input = el('input', { type: 'checkbox', id, checked: model.ticked, 'data-ref': model.ref });
+      boxes.push(input);
+      list.append(el('li', {}, input, el('label', { for: id },
+        el('bdi', { text: model.model }), el('span', { className: 'model-source', text: ' on ' + model.source }))));
+    }
+    box.append(el('h4', { className: 'company', text: group.company || 'Maker not in the name' }), list);
+  }
+  if (!boxes.length) box.append(el('p', { text: 'None of your text sources offers a model right now.' }));
+  const status = el('p', { className: 'models-status', 'aria-live': 'polite' });
+  box.append(status);
+  const listeners = [];
+  const ticked = () => boxes.filter((input) => input.checked).map((input) => input.dataset.ref);
+  function check() {
+    const refs = ticked();
+    let why = '';
+    if (refs.length < models.required) why = 'Tick ' + (models.required - refs.length) + ' more to allow.';
+    else if (refs.length > models.count) why = 'Tick at most ' + models.count + '.';
+    else if (models.differentCompanies) {
+      const companies = refs.map((ref) => (models.companies || {})[ref]).filter(Boolean);
+      if (new Set(companies).size !== companies.length) why = 'Tick models from different companies.';
+    }
+    status.textContent = why || refs.length + ' ticked: ready.';
+    for (const listener of listeners) listener(!why);
+  }
+  for (const input of boxes) input.addEventListener('change', check);
+  return { box, ticked, onChange: (listener) => { listeners.push(listener); check(); } };
+}
+
+// The limits a visitor may set: each no wider than its ceiling (the site's, or the wallet's
+// own); empty leaves the site's. The budget is the visitor's own; the end may come sooner.
+function limitsChooser(prefix, choices, current) {
+  const box = el('details', { className: 'limits-chooser' });
+  box.append(el('summary', { text: current ? 'Change limits and models' : 'Set your own limits (optional)' }));
+  const inputs = {};
+  const grid = el('div', { className: 'limit-grid' });
+  for (const [name, label] of Object.entries(LIMIT_NAMES)) {
+    const ceiling = (choices.ceilings || {})[name];
+    if (ceiling === undefined) continue;
+    const id = 'l-' + prefix + '-' + name;
+    const site = (choices.siteLimits || {})[name];
+    const hint = site !== undefined ? 'site: ' + site : 'up to ' + ceiling;
+    const value = current && current[name] !== undefined ? current[name] : '';
+    inputs[name] = el('input', { type: 'number', id, min: '1', max: String(ceiling), step: 'any', value: String(value),
+      placeholder: hint, 'data-limit': name, 'aria-describedby': id + '-hint' });
+    grid.append(el('label', { for: id, text: label }), inputs[name],
+      el('span', { id: id + '-hint', className: 'limit-hint', text: 'at most ' + ceiling }));
+  }
+  const budgetId = 'b-' + prefix;
+  const budget = el('input', { type: 'text', id: budgetId, placeholder: '0.50 ' + (choices.currency || 'USD'), inputmode: 'decimal' });
+  grid.append(el('label', { for: budgetId, text: 'Budget per session' }), budget,
+    el('span', { className: 'limit-hint', text: 'in ' + (choices.currency || 'USD') }));
+  const endsId = 'e-' + prefix;
+  const ends = el('input', { type: 'number', id: endsId, min: '1', max: String(choices.maxExpiryMinutes || 1440), step: 'any' });
+  grid.append(el('label', { for: endsId, text: 'Ends in (minutes)' }), ends,
+    el('span', { className: 'limit-hint', text: 'at most ' + (choices.maxExpiryMinutes || 1440) }));
+  box.append(grid);
+  function read() {
+    const limits = {};
+    for (const [name, input] of Object.entries(inputs)) {
+      if (input.value.trim() !== '') limits[name] = Number(input.value);
+      else if (current && current[name] !== undefined) limits[name] = null;
+    }
+    const chosen = { limits };
+    if (budget.value.trim()) {
+      const text = budget.value.trim();
+      chosen.budget = /\s/.test(text) ? text : text + ' ' + (choices.currency || 'USD');
+    }
+    if (ends.value.trim()) chosen.expiresInMinutes = Number(ends.value);
+    return chosen;
+  }
+  return { box, read };
+}
+
+function problemText(body) {
+  const found = (body.errors || []).map((problem) => problem.code).filter(Boolean);
+  return (codeSentence(body.code) || body.message || 'Refused.') + ' (' + [body.code, ...found.slice(1)].join(', ') + ')';
+}
+
+async function answer(id, decision, choices, problem) {
+  const { status, body } = await api('consents/' + encodeURIComponent(id), { method: 'POST', body: { decision, choices } });
+  if (!body.ok && status === 400 && problem) {   // the choices were refused: the consent waits on
+    problem.hidden = false;
+    problem.replaceChildren(describedCode(body.code, body.message));
+    say('Not answered: ' + problemText(body));
+    return;
+  }
   say(body.ok ? 'Answered: ' + decision.replace(/-/g, ' ') + '.' : 'That request is no longer waiting.');
   consents.delete(id);
   renderConsents();
@@ -572,8 +711,49 @@ function grantsTable(site) {
   }
   const head = el('tr', {}, ...['Grant', 'Skills', 'Expires', 'Limits in force', 'Calls', 'In flight', 'Spent', 'Action']
     .map((name) => el('th', { scope: 'col', text: name })));
-  return scrolling(el('table', {}, el('caption', { text: 'Grants of ' + site.origin }), el('thead', {}, head), rows),
+  const table = scrolling(el('table', {}, el('caption', { text: 'Grants of ' + site.origin }), el('thead', {}, head), rows),
     'Grants of ' + site.origin);
+  const box = el('div', { className: 'grants' }, table);
+  for (const grant of site.grants) box.append(grantChanger(grant));
+  return box;
+}
+
+// A live grant's limits, budget, end and models, made stricter by the visitor; the site is told.
+function grantChanger(grant) {
+  const prefix = 'g' + grant.grantId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12);
+  const chooser = limitsChooser(prefix, grant.choices || {}, grant.visitorLimits || {});
+  chooser.box.classList.add('grant-changer');
+  chooser.box.dataset.grant = grant.grantId;
+  chooser.box.querySelector('summary').textContent = 'Change grant ' + shortId(grant.grantId) + ': limits, budget, end'
+    + (grant.modelNames && Object.keys(grant.modelNames).length ? ', models' : '');
+  const codes = Object.entries(grant.modelNames || {});
+  const boxes = [];
+  if (codes.length) {
+    const list = el('ul', { className: 'model-list' });
+    for (const [code, ref] of codes) {
+      const id = prefix + '-' + code;
+      const input = el('input', { type: 'checkbox', id, checked: true, 'data-code': code });
+      boxes.push(input);
+      list.append(el('li', {}, input, el('label', { for: id }, el('code', { text: code }), ' ', el('bdi', { text: ref }))));
+    }
+    chooser.box.append(el('fieldset', { className: 'models' }, el('legend', { text: 'Models it may use' }), list));
+  }
+  const problem = el('p', { className: 'choice-problem', role: 'alert', hidden: true });
+  const save = el('button', { type: 'button', className: 'primary', text: 'Save', onclick: async () => {
+    const choices = chooser.read();
+    if (boxes.length) choices.models = boxes.filter((input) => input.checked).map((input) => input.dataset.code);
+    const { body } = await api('grants/' + encodeURIComponent(grant.grantId) + '/change', { method: 'POST', body: choices });
+    if (!body.ok) {
+      problem.hidden = false;
+      problem.replaceChildren(describedCode(body.code, body.message));
+      say('Not changed: ' + problemText(body));
+      return;
+    }
+    say('Saved: the site is told, and its next calls follow the new limits.');
+    loadSites();
+  } });
+  chooser.box.append(problem, el('div', { className: 'actions' }, save));
+  return chooser.box;
 }
 
 async function siteAction(origin, action, on) {
