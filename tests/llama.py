@@ -47,12 +47,14 @@ class LlamaServer:
                 self.process.wait()
 
 
-def start_llama(log: Path) -> LlamaServer:
-    """Start the server on a free port, one thread, and wait until it lists its model."""
+def start_llama(log: Path, alias: str = MODEL_ALIAS) -> LlamaServer:
+    """Start the server on a free port, one thread, and wait until it lists its model, named
+    ``alias`` (the same bundled weights may be served under two names, as two makers'
+    models for the consent's grouping)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
-         "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
+         "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
          "--n_threads", "1", "--n_ctx", "2048", "--seed", "7", "--verbose", "False"],
         stdout=subprocess.DEVNULL, stderr=log.open("wb"),
     )  # fmt: skip
@@ -63,7 +65,7 @@ def start_llama(log: Path) -> LlamaServer:
             raise RuntimeError(f"llama_cpp.server ended:\n{log.read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(server.url + "/models", timeout=5) as response:
-                if json.load(response)["data"][0]["id"] == MODEL_ALIAS:
+                if json.load(response)["data"][0]["id"] == alias:
                     return server
         except OSError:
             time.sleep(0.2)
