@@ -10,12 +10,18 @@ import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 import pytest
 from bringyourownagent import validate_manifest
+from engine import TOKEN, Engine
+from fake_sources import ollama_app, serving
+from llama import LlamaServer
 from test_site_demo import Site, closed_with, frame, hello, link_parameters, parse, running_site
+from textkit import sources_file
 
-from byoa_skills.demos.site import TEXT_MANIFEST, SiteDemo, encode_manifest
+from byoa_skills.demos.site import TEXT_MANIFEST, SiteDemo, encode_manifest, start_site
 from byoa_skills.demos.site.manifest import decode_manifest
 from byoa_skills.directlink.check import check_link
 from byoa_skills.wallet_shim.models_block import block_problems
@@ -385,3 +391,89 @@ def test_the_docs_show_the_text_manifest_bytes_the_link_carries() -> None:
     assert shown and base64.urlsafe_b64encode(shown.group(1).encode()).rstrip(b"=").decode() == (
         encode_manifest(TEXT_MANIFEST)
     )
+
+
+# With the real wallet
+
+
+@pytest.mark.slow
+def test_the_real_wallet_answers_with_each_ticked_model_and_tells_a_change_and_the_end(
+    engine: Engine, llama: LlamaServer
+) -> None:
+    """The text mode's link to the engine (Allow without a page to tick on), the hello's model
+    codes, one question answered by SmolLM2 on llama.cpp and by the Ollama-format server, a
+    limit the visitor narrows told in a grant frame, and the grant's release told by bye."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+
+    async def main() -> list[Any]:
+        runner, url, demo = await start_site(host="localhost", mode="text")
+        origin = f"http://localhost:{urlsplit(url).port}"
+        seen: list[Any] = []
+        try:
+            async with aiohttp.ClientSession() as http:
+
+                async def shown() -> dict[str, Any]:
+                    async with http.get(url + "/byoa/grant", params={"session": session}) as got:
+                        return await got.json()
+
+                async def engine_post(path: str, body: Any) -> Any:
+                    async with http.post(engine.url + path, headers=headers, json=body) as got:
+                        return await got.json()
+
+                session, link = demo.new_code("127.0.0.1")
+                assert (await engine_post("/v1/links", {"link": link, "decision": "allow"}))["ok"]
+                for _ in range(600):
+                    if demo.connection(session) is not None:
+                        break
+                    await asyncio.sleep(0.05)
+                assert demo.connection(session) is not None, "the wallet did not connect"
+                seen.append(await shown())
+                question = {"question": "Name a country.", "maxTokens": 12}
+                async with http.post(url + "/byoa/ask", params={"session": session},
+                                     json=question) as answer:  # fmt: skip
+                    seen.append(await answer.json())
+
+                changes = {"origin": origin, "choices": {"limits": {"maxCallsPerMinute": 5}}}
+                changed = await engine_post("/v1/sites/limits", changes)
+                assert changed["ok"], changed
+                for _ in range(600):
+                    if (await shown())["grant"]["limits"]["maxCallsPerMinute"] == 5:
+                        break
+                    await asyncio.sleep(0.05)
+                seen.append(await shown())
+
+                (grant_id,) = [g["grantId"] for g in changed["grants"]]
+                async with http.delete(f"{engine.url}/v1/grants/{grant_id}", headers=headers):
+                    pass
+                for _ in range(600):
+                    if (await shown())["state"] != "connected":
+                        break
+                    await asyncio.sleep(0.05)
+                seen.append(await shown())
+        finally:
+            await demo.close()
+            await runner.cleanup()
+        return seen
+
+    with serving(ollama_app) as ollama:
+        path = sources_file(
+            engine.home / "config" / "sources.json",
+            {"name": "llama", "kind": "openai", "url": llama.url},
+            {"name": "ollama", "kind": "ollama", "url": ollama.url},
+        )
+        try:
+            first, asked, after_change, after_release = asyncio.run(main())
+        finally:
+            path.unlink()
+    assert first["state"] == "connected"
+    assert first["grant"]["models"] == ["m1", "m2"]
+    assert first["grant"]["limits"]["maxCallsPerMinute"] == 20  # the manifest's
+    answers = asked["answers"]
+    assert [a["model"] for a in answers] == ["m1", "m2"]
+    assert all(isinstance(a["text"], str) and a["text"] for a in answers), answers
+    # The Ollama-format server echoes the question; SmolLM2 does not: two models answered.
+    assert sum(a["text"].startswith("Name a country.") for a in answers) == 1, answers
+    assert after_change["state"] == "connected"
+    assert after_change["grant"]["limits"]["maxCallsPerMinute"] == 5
+    assert after_change["grant"]["models"] == ["m1", "m2"]
+    assert after_release == {"state": "ended", "grant": None}
