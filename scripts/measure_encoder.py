@@ -6,9 +6,10 @@ transcripts changed, and the time to transcribe them one by one on one thread.
     .venv/bin/python scripts/measure_encoder.py --real [--settings 30,15,15+guard]
 
 ``--real`` judges on the real (human) speech of tests/data/realspeech/ instead: the word error
-rate per language for each setting, and for a setting ending in ``+guard`` how many clips the
-guard decoded again on the whole window. A setting without ``+guard`` runs the short window
-with the guard off.
+rate per language for each setting, and for a setting ending in ``+guard`` (or ``engine``) how
+many clips the guard decoded again. A setting without ``+guard`` runs the short window with
+the guard off; ``engine`` is the engine's default (``engine_decode_options``: windows sized to
+the clip, per-language floors, the guard, greedy where it keeps the words).
 
 "fit" encodes each clip's own length rounded up to a whole second (whisper.cpp's audio
 context set per clip); a number encodes that many seconds of every window.
@@ -28,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from speech import CLIPS, SPEECH, words
 
 from byoa_skills.models import ensure_model
-from byoa_skills.runtimes.speech import load_backend
+from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+from byoa_skills.runtimes.speech import DecodeOptions, load_backend
 from byoa_skills.wav import parse_wav
 
 
@@ -120,14 +122,18 @@ def real_speech(args: argparse.Namespace) -> None:
     print(f"| setting | {header} | WER all | decoded again | seconds, all clips |")
     print("|---|" + "---|" * (len(languages) + 3))
     full: dict[str, str] = {}
-    for setting in (args.settings or "30,15,15+guard").split(","):
-        guarded = setting.endswith("+guard")
-        seconds = float(setting.removesuffix("+guard"))
-        backend.options = dataclasses.replace(
-            backend.options,
-            encoder_seconds=None if seconds >= 30 else seconds,
-            short_window_guard=guarded,
-        )
+    for setting in (args.settings or "30,15,15+guard,engine").split(","):
+        if setting == "engine":  # the engine's windows, floors, guard and greedy choice
+            guarded, seconds = True, DEFAULT_ENCODER_SECONDS
+            backend.options = engine_decode_options(seconds, args.model)
+        else:
+            guarded = setting.endswith("+guard")
+            seconds = float(setting.removesuffix("+guard"))
+            backend.options = dataclasses.replace(
+                DecodeOptions(),
+                encoder_seconds=None if seconds >= 30 else seconds,
+                short_window_guard=guarded,
+            )
         best, texts, again = math.inf, {}, 0
         for _ in range(args.rounds):
             began = time.perf_counter()
@@ -135,7 +141,7 @@ def real_speech(args: argparse.Namespace) -> None:
             for clip in clips:
                 answer = backend.transcribe(audio[clip["file"]], clip["language"])
                 texts[clip["file"]] = answer.text
-                again += seconds < 30 and answer.window_seconds == 30.0
+                again += answer.attempts > 1
             best = min(best, time.perf_counter() - began)
         errors: dict[str, int] = defaultdict(int)
         total: dict[str, int] = defaultdict(int)

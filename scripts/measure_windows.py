@@ -138,8 +138,10 @@ def judge(data: dict[str, Any], options: DecodeOptions) -> dict[str, Any]:
     errors: dict[str, int] = defaultdict(int)
     total: dict[str, int] = defaultdict(int)
     seconds, again, texts = 0.0, 0, {}
+    by_language: dict[str, float] = defaultdict(float)
     for file, row in data["clips"].items():
         text, spent, count, how = simulate(options, row)
+        by_language[row["language"]] += spent
         said = words(row["text"])
         errors[row["language"]] += edit_distance(said, words(text))
         total[row["language"]] += len(said)
@@ -151,14 +153,18 @@ def judge(data: dict[str, Any], options: DecodeOptions) -> dict[str, Any]:
         "wer_all": sum(errors.values()) / sum(total.values()),
         "errors": dict(errors), "words": dict(total),
         "again": again, "seconds": seconds, "texts": texts,
+        "seconds_by_language": dict(by_language),
     }  # fmt: skip
 
 
 def policies() -> dict[str, DecodeOptions]:
     """The policies compared: the whole window, the old default, and windows sized to the
     clip with and without greedy decoding."""
+    from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+
     guard = {"max_tokens_per_second": 12.0}
     return {
+        "the engine's default": engine_decode_options(DEFAULT_ENCODER_SECONDS, "base"),
         "30 beam": DecodeOptions(),
         "15 beam (old default)": DecodeOptions(encoder_seconds=15.0),
         "10/15 beam": DecodeOptions(encoder_seconds=15.0, windows=(10.0,), **guard),
@@ -172,25 +178,39 @@ def policies() -> dict[str, DecodeOptions]:
         "30 greedy": DecodeOptions(greedy_up_to_seconds=30.0),
         "15 greedy": DecodeOptions(encoder_seconds=15.0, greedy_up_to_seconds=30.0),
         "5/10/15 +1 s greedy": DecodeOptions(
-            encoder_seconds=15.0, windows=(5.0, 10.0), window_margin=1.0,
-            greedy_up_to_seconds=30.0, **guard,
-        ),  # fmt: skip
+            encoder_seconds=15.0,
+            windows=(5.0, 10.0),
+            window_margin=1.0,
+            greedy_up_to_seconds=30.0,
+            **guard,
+        ),
         "5/10/15 +1 s greedy, beam < -0.6": DecodeOptions(
-            encoder_seconds=15.0, windows=(5.0, 10.0), window_margin=1.0,
-            greedy_up_to_seconds=30.0, greedy_fallback_logprob=-0.6, **guard,
-        ),  # fmt: skip
+            encoder_seconds=15.0,
+            windows=(5.0, 10.0),
+            window_margin=1.0,
+            greedy_up_to_seconds=30.0,
+            greedy_fallback_logprob=-0.6,
+            **guard,
+        ),
         "5/10/15 +1 s greedy, beam < -0.4": DecodeOptions(
-            encoder_seconds=15.0, windows=(5.0, 10.0), window_margin=1.0,
-            greedy_up_to_seconds=30.0, greedy_fallback_logprob=-0.4, **guard,
-        ),  # fmt: skip
+            encoder_seconds=15.0,
+            windows=(5.0, 10.0),
+            window_margin=1.0,
+            greedy_up_to_seconds=30.0,
+            greedy_fallback_logprob=-0.4,
+            **guard,
+        ),
     }
 
 
 def decode_table(data: dict[str, Any]) -> list[str]:
     """Greedy against beam 5 on each window, by language and clip-length group: word errors
     and the median seconds of one clip."""
-    lines = ["| language | clips | window | greedy errors / words | beam 5 errors / words "
-             "| greedy s (median) | beam 5 s (median) |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    head = (
+        "| language | clips | window | greedy errors / words | beam 5 errors / words "
+        "| greedy s (median) | beam 5 s (median) |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|"]
     rows = data["clips"].values()
     languages = sorted({row["language"] for row in rows})
     for language in languages:
@@ -220,13 +240,15 @@ def policy_table(data: dict[str, Any], chosen: dict[str, DecodeOptions]) -> list
     """Each policy's WER per language, decodes again and seconds for all clips."""
     languages = sorted({row["language"] for row in data["clips"].values()})
     head = " | ".join(f"WER {n}" for n in languages)
-    lines = [f"| policy | {head} | WER all | decoded again | seconds, all clips |",
-             "|---|" + "---|" * (len(languages) + 3)]  # fmt: skip
+    secs = " | ".join(f"s {n}" for n in languages)
+    lines = [f"| policy | {head} | WER all | decoded again | {secs} | seconds, all clips |",
+             "|---|" + "---|" * (2 * len(languages) + 3)]  # fmt: skip
     for name, options in chosen.items():
         result = judge(data, options)
         cells = " | ".join(f"{result['wer'][n]:.3f}" for n in languages)
+        spent = " | ".join(f"{result['seconds_by_language'][n]:.1f}" for n in languages)
         lines.append(f"| {name} | {cells} | {result['wer_all']:.3f} | {result['again']} | "
-                     f"{result['seconds']:.2f} |")  # fmt: skip
+                     f"{spent} | {result['seconds']:.2f} |")  # fmt: skip
     return lines
 
 

@@ -4,6 +4,7 @@ window is decoded again on the whole 30 s window, and the answer says which wind
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,3 +76,115 @@ def test_a_clip_longer_than_the_short_window_uses_the_whole_one(
     long = np.concatenate([clip("en-long.wav"), clip("en-fox.wav")])
     answer = short_window.transcribe(long, "en")
     assert answer.window_seconds == 30.0 and "fox" in answer.text.lower()
+
+
+# --- the window ladder and the decode per clip -------------------------------------------
+
+LADDER = DecodeOptions(encoder_seconds=15.0, windows=(5.0, 10.0), window_margin=1.0,
+                       max_tokens_per_second=12.0, greedy_up_to_seconds=6.0,
+                       greedy_fallback_logprob=-0.6)  # fmt: skip
+
+
+def test_each_clip_starts_on_the_shortest_window_that_holds_it_with_the_margin() -> None:
+    assert LADDER.window_ladder() == (5.0, 10.0, 15.0, 30.0)
+    assert [LADDER.first_window(s, "en") for s in (1.5, 4.0, 4.5, 9.0, 13.9, 14.5, 20.0)] == [
+        5.0, 5.0, 10.0, 10.0, 15.0, 30.0, 30.0,
+    ]  # fmt: skip
+    floors = DecodeOptions(encoder_seconds=15.0, windows=(5.0, 10.0), window_floors=(("ru", 10.0),))
+    assert (floors.first_window(2.0, "ru"), floors.first_window(2.0, "en")) == (10.0, 5.0)
+    assert (
+        DecodeOptions().window_ladder() == (30.0,) and DecodeOptions().first_window(2, "en") == 30
+    )
+    assert (LADDER.beams_for(3.0, "en"), LADDER.beams_for(9.0, "en")) == (1, 5)
+    only = DecodeOptions(greedy_up_to_seconds=6.0, greedy_languages=frozenset({"en"}))
+    assert (only.beams_for(3.0, "en"), only.beams_for(3.0, "ru"), only.beams_for(3.0, None)) == (
+        1, 5, 5,
+    )  # fmt: skip
+
+
+def test_the_guard_climbs_the_ladder_and_sends_a_weak_greedy_answer_to_the_beam() -> None:
+    from byoa_skills.runtimes.speech.whisper_ct2 import guard_step
+
+    good = heard("Seven of clubs.", tokens=5)
+    assert guard_step(LADDER, 5.0, 1, 1.5, good) is None
+    assert guard_step(LADDER, 5.0, 5, 1.5, heard("Lordway " * 30, tokens=60)) == 10.0
+    assert guard_step(LADDER, 10.0, 5, 7.0, heard("cut off", budget_hit=True)) == 15.0
+    assert guard_step(LADDER, 15.0, 5, 12.0, heard("five " * 60)) == 30.0
+    # more tokens than 1.5 s of speech can hold (12 a second and a slack of 8)
+    assert guard_step(LADDER, 5.0, 5, 1.5, heard("a b c d", tokens=27)) == 10.0
+    assert guard_step(LADDER, 5.0, 5, 1.5, heard("a b c d", tokens=26)) is None
+    # greedy and unsure: the beam, on the same window; the beam's answer is kept
+    assert guard_step(LADDER, 5.0, 1, 1.5, heard("Lord way.", avg_logprob=-0.7)) == "beam"
+    assert guard_step(LADDER, 5.0, 5, 1.5, heard("Lord way.", avg_logprob=-0.7)) is None
+    # on the whole window nothing is larger: a degenerate greedy answer gets the beam
+    assert guard_step(LADDER, 30.0, 1, 20.0, heard("five " * 60)) == "beam"
+    assert guard_step(LADDER, 30.0, 5, 20.0, heard("five " * 60)) is None
+    assert guard_step(LADDER, 5.0, 1, 1.5, heard("")) is None
+
+
+REAL = Path(__file__).parent / "data" / "realspeech"
+
+
+def real(file: str) -> np.ndarray:
+    import soundfile
+
+    samples, _ = soundfile.read(REAL / file, dtype="float32")
+    return np.ascontiguousarray(samples)
+
+
+@pytest.fixture(scope="module")
+def engine_windows(engine_home: Path) -> Iterator[SpeechBackend]:
+    """``base`` with the engine's own windows, floors, guard and decode choices."""
+    from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+
+    folder = model_path("base", cache_dir=engine_home / "cache" / "models")
+    options = engine_decode_options(DEFAULT_ENCODER_SECONDS, "base")
+    yield load_backend(folder, model_name="base", cpu_threads=2, options=options)
+
+
+def test_a_real_clip_that_loops_at_its_short_window_is_answered_by_a_larger_one(
+    engine_home: Path,
+) -> None:
+    # Italian, 4.4 s: on the 5 s window with 5 beams base says the sentence over and over
+    folder = model_path("base", cache_dir=engine_home / "cache" / "models")
+    samples = real("it-ast-priv-introsaved.flac")
+    unguarded = DecodeOptions(encoder_seconds=15.0, windows=(5.0, 10.0), short_window_guard=False)
+    backend = load_backend(folder, model_name="base", cpu_threads=2, options=unguarded)
+    looping = backend.transcribe(samples, "it")
+    assert looping.window_seconds == 5.0 and looping.budget_hit
+    assert looping.text.lower().count("attenda cortesemente") >= 3
+    backend.options = replace(unguarded, short_window_guard=True, max_tokens_per_second=12.0)
+    answer = backend.transcribe(samples, "it")
+    assert answer.window_seconds == 10.0 and answer.attempts == 2 and answer.beam_size == 5
+    assert answer.text.lower().count("attenda cortesemente") == 1
+    assert "interlocutore" in answer.text.lower()
+
+
+@pytest.mark.parametrize(
+    ("file", "language", "window"),
+    [
+        ("en-cmu-cards-003.flac", "en", 5.0),  # 1.5 s
+        ("en-librivox-0870.flac", "en", 10.0),  # 7.1 s
+        ("jfk.wav", "en", 15.0),  # 11 s
+        ("es-ast-conf-onlyperson.flac", "es", 10.0),  # 4.6 s: Spanish keeps 10 s at least
+        ("ru-ast-invalid.flac", "ru", 30.0),  # Russian keeps the whole window
+    ],
+)
+def test_each_window_of_the_set_answers_a_clip_of_its_size(
+    engine_windows: SpeechBackend, file: str, language: str, window: float
+) -> None:
+    samples = clip(file) if file.endswith(".wav") else real(file)
+    answer = engine_windows.transcribe(samples, language)
+    assert answer.window_seconds == window and answer.attempts == 1
+    assert answer.text
+
+
+def test_a_clip_longer_than_every_short_window_gets_the_whole_one_with_the_engine_windows(
+    engine_windows: SpeechBackend,
+) -> None:
+    long = np.concatenate([clip("en-long.wav"), clip("en-fox.wav")])
+    answer = engine_windows.transcribe(long, "en")
+    assert answer.window_seconds == 30.0 and "fox" in answer.text.lower()
+    # greedy for English short clips, the beam where greedy lost words
+    assert engine_windows.transcribe(real("en-cmu-cards-003.flac"), "en").beam_size == 1
+    assert engine_windows.transcribe(real("es-ast-conf-onlyperson.flac"), "es").beam_size == 5

@@ -27,31 +27,45 @@ WINDOW_SECONDS = 30.0
 DEFAULT_ENCODER_SECONDS = 15.0
 
 #: The shorter encoder windows below :data:`DEFAULT_ENCODER_SECONDS` a clip may get, in
-#: seconds, and the margin its speech must leave in one (docs/runtime.md has the measurements).
+#: seconds, and the margin its speech must leave in one (docs/runtime.md has the
+#: measurements on the real-speech set they were chosen from).
 DEFAULT_WINDOWS = (5.0, 10.0)
 DEFAULT_WINDOW_MARGIN = 1.0
-#: Languages whose words the shortest windows cost, and the window each keeps at least.
-DEFAULT_WINDOW_FLOORS: tuple[tuple[str, float], ...] = ()
-#: Greedy decoding for clips of at most this many seconds of speech, in these languages
-#: (None: all), with the beam again for an answer below the log-probability floor.
-DEFAULT_GREEDY_UP_TO_SECONDS = 0.0
-DEFAULT_GREEDY_LANGUAGES: frozenset[str] | None = None
+#: The models the per-language choices below were measured on; any other model keeps the
+#: one short window of :data:`DEFAULT_ENCODER_SECONDS`, decoded with the beam.
+MEASURED_MODELS = frozenset({"base"})
+#: Per language, the shortest window that kept its words on the real-speech set: English 5 s,
+#: Spanish and Italian 10 s; French and Russian lost words on every short window and keep
+#: the whole one; a language not measured keeps the 15 s window.
+DEFAULT_WINDOW_FLOORS: tuple[tuple[str, float], ...] = (
+    ("en", 5.0), ("es", 10.0), ("it", 10.0), ("fr", 30.0), ("ru", 30.0), ("*", 15.0),
+)  # fmt: skip
+#: Greedy decoding for clips of at most this many seconds of speech in these languages (where
+#: it kept the words), with the beam again for an answer below the log-probability floor.
+DEFAULT_GREEDY_UP_TO_SECONDS = 15.0
+DEFAULT_GREEDY_LANGUAGES = frozenset({"en", "it"})
 DEFAULT_GREEDY_FALLBACK_LOGPROB = -0.6
 #: More tokens than this per second of speech cannot be real speech (plus a slack).
 DEFAULT_MAX_TOKENS_PER_SECOND = 12.0
 
 
-def engine_decode_options(encoder_seconds: float | None) -> DecodeOptions:
+def engine_decode_options(encoder_seconds: float | None, model_name: str = "base") -> DecodeOptions:
     """The engine's decoding options on CTranslate2 with the longest short window
-    ``encoder_seconds`` (None: the whole window only, as faster-whisper decodes): the shorter
-    windows, their guard and the greedy choice the real-speech measurements support."""
+    ``encoder_seconds`` (None: the whole window only, as faster-whisper decodes): for a model
+    of :data:`MEASURED_MODELS`, the shorter windows, the per-language floors, the guard and
+    the greedy choice the real-speech measurements support; for another model the one short
+    window with its guard."""
     if encoder_seconds is None:
         return DecodeOptions()
+    if model_name not in MEASURED_MODELS:
+        return DecodeOptions(
+            encoder_seconds=encoder_seconds, max_tokens_per_second=DEFAULT_MAX_TOKENS_PER_SECOND
+        )
     return DecodeOptions(
         encoder_seconds=encoder_seconds,
         windows=tuple(w for w in DEFAULT_WINDOWS if w < encoder_seconds),
         window_margin=DEFAULT_WINDOW_MARGIN,
-        window_floors=DEFAULT_WINDOW_FLOORS,
+        window_floors=tuple((code, min(w, 30.0)) for code, w in DEFAULT_WINDOW_FLOORS),
         greedy_up_to_seconds=DEFAULT_GREEDY_UP_TO_SECONDS,
         greedy_languages=DEFAULT_GREEDY_LANGUAGES,
         greedy_fallback_logprob=DEFAULT_GREEDY_FALLBACK_LOGPROB,
@@ -197,7 +211,7 @@ class PoolConfig:
         guard and decode choices (:func:`engine_decode_options`) on CTranslate2."""
         if self.backend == Backend.TORCH:
             return DecodeOptions(beam_size=1)  # it decodes greedily, on the whole window
-        return engine_decode_options(self.encoder_window)
+        return engine_decode_options(self.encoder_window, self.model_name)
 
 
 class SettingError(ValueError):

@@ -43,7 +43,8 @@ def run(ctx: Context) -> dict[str, Any]:
     for record in records:
         samples, _ = soundfile.read(REAL_DIR / record["file"], dtype="float32")
         audio[record["file"]] = np.ascontiguousarray(samples)
-    ways = {"whole": DecodeOptions(), "engine": engine_decode_options(DEFAULT_ENCODER_SECONDS)}
+    engine = engine_decode_options(DEFAULT_ENCODER_SECONDS, ctx.settings.model)
+    ways = {"whole": DecodeOptions(), "engine": engine}
     ctx.reporter.start(NAME, len(ways))
     figures: dict[str, Any] = {"clips": len(records), "ways": {}}
     for way, options in ways.items():

@@ -45,7 +45,7 @@ def _worker(
     from byoa_skills.runtimes.speech import DecodeOptions, load_backend
 
     floats = {key: (s.astype(np.float32) / 32768, lang) for key, (s, lang) in clips.items()}
-    options = engine_decode_options(DEFAULT_ENCODER_SECONDS) if way == "engine" else None
+    options = engine_decode_options(DEFAULT_ENCODER_SECONDS, name) if way == "engine" else None
     backend = load_backend(model_dir, model_name=name, device=device, cpu_threads=threads,
                            options=options or DecodeOptions())  # fmt: skip
     backend.transcribe(*floats[next(iter(floats))])  # the warm-up the pool's workers run

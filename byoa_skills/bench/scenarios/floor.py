@@ -20,11 +20,12 @@ NAME = "floor"
 TITLE = "The machine's floor: raw CTranslate2, one thread"
 
 
-def smallest_window(seconds: float) -> float:
-    """The smallest window of the engine's ladder that holds ``seconds`` of audio."""
+def smallest_window(seconds: float, model: str) -> float:
+    """The smallest window of the engine's ladder for ``model`` that holds ``seconds`` of
+    audio (whatever the clip's language: the machine's floor, not the engine's choice)."""
     from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
 
-    ladder = engine_decode_options(DEFAULT_ENCODER_SECONDS).window_ladder()
+    ladder = engine_decode_options(DEFAULT_ENCODER_SECONDS, model).window_ladder()
     return next((w for w in ladder if w >= seconds), 30.0)
 
 
@@ -47,6 +48,7 @@ def run(ctx: Context) -> dict[str, Any]:
     hf = HfTokenizer.from_file(str(ctx.model_dir / "tokenizer.json"))
     settings = ctx.settings
     ctx.reporter.start(NAME, settings.rounds * len(ctx.real))
+
     def window_of(features: np.ndarray, window: float) -> Any:
         frames = round(window * extractor.nb_max_frames / 30.0)
         padded = np.zeros((features.shape[0], frames), dtype=np.float32)
@@ -66,7 +68,7 @@ def run(ctx: Context) -> dict[str, Any]:
     tokens: dict[str, int] = {}
     for name, clips in ctx.real.items():
         for clip in clips:
-            window = smallest_window(clip.seconds)
+            window = smallest_window(clip.seconds, ctx.settings.model)
             features = extractor(clip.samples.astype(np.float32) / 32768)
             tokenizer = Tokenizer(hf, model.is_multilingual, "transcribe", clip.language)
             prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]

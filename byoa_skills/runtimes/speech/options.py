@@ -62,7 +62,8 @@ class DecodeOptions:
     #: Seconds a window must hold beyond the clip's speech.
     window_margin: float = 0.0
     #: Per language, the shortest window it may be given (a language whose words the short
-    #: windows cost keeps a larger floor), as ``(code, seconds)`` pairs.
+    #: windows cost keeps a larger floor), as ``(code, seconds)`` pairs; the code ``"*"``
+    #: gives the floor of every language not named.
     window_floors: tuple[tuple[str, float], ...] = ()
     #: Clips whose speech is at most this many seconds are decoded greedily (one beam) in
     #: the languages of :attr:`greedy_languages`; the rest with ``beam_size`` beams.
@@ -112,9 +113,15 @@ class DecodeOptions:
         """The window a clip of ``speech_seconds`` of speech in ``language`` is first encoded
         in: the shortest of :meth:`window_ladder` that holds it plus the margin and is not
         below the language's floor."""
-        floor = dict(self.window_floors).get(language or "", 0.0)
+        floor = self.window_floor(language)
         need = speech_seconds + self.window_margin
         return next((w for w in self.window_ladder() if w >= need and w >= floor), 30.0)
+
+    def window_floor(self, language: str | None) -> float:
+        """The shortest window ``language`` may be given (0: any; a clip whose language is
+        still to be detected gets the floor of the languages not named)."""
+        floors = dict(self.window_floors)
+        return floors.get(language or "*", floors.get("*", 0.0))
 
     def beams_for(self, speech_seconds: float, language: str | None) -> int:
         """The beams a clip is first decoded with: 1 (greedy) for a short clip in a

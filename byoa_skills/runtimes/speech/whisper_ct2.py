@@ -209,11 +209,10 @@ class WhisperCT2Backend(SpeechBackend):
         for position, clip in enumerate(group):
             if clip.language is None and clip.detected is None:
                 clip.detected = self._detect(model, encoder_output, position)
-        floors = dict(self.options.window_floors)
         again: list[_Clip] = []
         now: list[int] = []
         for position, clip in enumerate(group):
-            floor = floors.get(clip.spoken or "", 0.0)
+            floor = self.options.window_floor(clip.spoken)
             if clip.language is None and clip.window < floor:  # detected: a larger floor
                 again.append(
                     clip.moved(window=self.options.first_window(clip.seconds, clip.spoken))
@@ -279,7 +278,9 @@ class WhisperCT2Backend(SpeechBackend):
         prompts = [self._prompt(tokenizer) for tokenizer in tokenizers]
         o = self.options
         max_new = o.max_new_tokens if o.max_new_tokens is not None else model.max_length
-        budget = min(model.max_length - len(prompts[0]), max_new)
+        # CTranslate2 stops at half of prompt + max_new (114 tokens for 224): that is the
+        # budget a runaway decode runs into
+        budget = min(model.max_length - len(prompts[0]), max_new, (len(prompts[0]) + max_new) // 2)
         results = model.model.generate(
             encoder_output,
             prompts,
