@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 from grants import GEO_MANIFEST
 
+from byoa_skills.directlink import intake as intake_module
 from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.skills import SkillEngine
@@ -32,6 +33,17 @@ def make_link(port: int, manifest: dict[str, Any] = GEO_MANIFEST) -> str:
     return (
         f"bringyourownagent://connect?v=0.1&endpoint={endpoint}&manifest={text}&session={session}"
     )
+
+
+@pytest.fixture(autouse=True)
+def speech_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link's speech skill counts as one this engine serves (these tests are of taking
+    links, not of a model: no model runs); with no text source, text is left out."""
+
+    async def every_skill_but_text(engine: SkillEngine, manifest: dict[str, Any]) -> set[str]:
+        return set(manifest["skills"]) - {"text.generate"}
+
+    monkeypatch.setattr(intake_module, "fitting_skills", every_skill_but_text)
 
 
 def intake_in(folder: Path, **options: Any) -> LinkIntake:
