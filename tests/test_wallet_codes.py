@@ -34,7 +34,7 @@ APP_JS = ROOT / "byoa_skills" / "serve" / "wallet" / "static" / "app.js"
 #: The docs whose tables list codes a site, a client or the visitor can meet in Activity.
 CODE_DOCS = (
     "api.md", "extension.md", "consent.md", "reliability.md", "activity-and-sites.md",
-    "text.md", "wav.md", "link.md", "direct-link.md", "openai.md", "shim.md",
+    "text.md", "wav.md", "link.md", "direct-link.md", "openai.md", "shim.md", "models-block.md",
 )  # fmt: skip
 #: A code as the engine writes one: kebab-case, lower case.
 CODE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")

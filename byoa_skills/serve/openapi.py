@@ -245,6 +245,24 @@ def grant_paths() -> dict[str, Schema]:
                 "responses": {"200": _json(OK, "released"), **unknown, **_GUARDED},
             },
         },
+        "/v1/sites/limits": {"post": {
+            "summary": "Make every live grant of a site stricter (docs/models-block.md)",
+            "security": _SECURED,
+            "requestBody": _body({"type": "object", "properties": {
+                "origin": {"type": "string"},
+                "choices": {"type": "object", "properties": {
+                    "limits": {"type": "object"}, "budget": {"type": "string"},
+                    "expiresInMinutes": {"type": "number"},
+                    "models": {"type": "array", "items": {"type": "string"}}}}}}),
+            "responses": {
+                "200": _json({"type": "object", "required": ["ok", "grants"]}, "changed"),
+                "400": _refused("wider than the site's, or not valid (`limit-wider`, ...)"),
+                "404": _refused("the site holds no live grant (`no-live-grant`)"),
+                "401": _refused("no valid bearer token"),
+                "403": _refused("Host or Origin"),
+                "413": _BODY_REFUSALS["413"],
+            },
+        }},
         "/v1/links": {"post": {
             "summary": "Take a bringyourownagent:// link the visitor decided on",
             "security": _SECURED,
@@ -386,6 +404,10 @@ def wallet_paths() -> dict[str, Schema]:
         "/wallet/api/grants/{grant_id}/release": change(
             "Release a grant", {"404": _refused("no live grant has this id")}
         ),
+        "/wallet/api/grants/{grant_id}/change": change(
+            "Make a live grant stricter: limits, budget, end, models kept; the site is told",
+            {"404": _refused("no live grant has this id (`unknown-grant`)")},
+        ),
         "/wallet/api/activity": read("The activity log, newest first, filtered"),
         "/wallet/api/engine": read("The engine: models, workers, text sources, memory"),
         "/wallet/api/pairings": read("The BYOAg pairings"),
@@ -399,6 +421,7 @@ def wallet_paths() -> dict[str, Schema]:
     }  # fmt: skip
     paths["/wallet/api/consents/{consent_id}"]["post"]["parameters"] = named("consent_id")
     paths["/wallet/api/grants/{grant_id}/release"]["post"]["parameters"] = named("grant_id")
+    paths["/wallet/api/grants/{grant_id}/change"]["post"]["parameters"] = named("grant_id")
     paths["/wallet/api/pairings/{platform}/revoke"]["post"]["parameters"] = named("platform")
     return paths
 

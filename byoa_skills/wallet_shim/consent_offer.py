@@ -116,6 +116,7 @@ def offer_view(offer: Offer, more: More) -> dict[str, Any]:
         "ceilings": ceilings(offer.manifest),
         "siteLimits": _site_limits(offer.manifest),
         "currency": offer.currency,
+        "budget": _money_text(offer.manifest),
         "maxExpiryMinutes": ALLOW_GRANT_SECONDS // 60,
         "kept": offer.kept.to_json(),
     }
@@ -203,6 +204,12 @@ async def keep_choices(
         log.error("event=choices-not-kept origin=%s error=%r", origin, str(error))
         return False
     return True
+
+
+def _money_text(manifest: dict[str, Any]) -> str:
+    cost = manifest.get("expectedCost")
+    money = cost.get("perSession") if isinstance(cost, dict) else None
+    return money if isinstance(money, str) else "0 USD"
 
 
 def _site_limits(manifest: dict[str, Any]) -> dict[str, Any]:

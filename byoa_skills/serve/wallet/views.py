@@ -55,6 +55,7 @@ def grant_view(grant: Grant) -> dict[str, Any]:
             "ceilings": ceilings(grant.manifest),
             "siteLimits": dict(site_limits) if isinstance(site_limits, dict) else {},
             "currency": grant.currency, "maxExpiryMinutes": minutes_left,
+            "budget": grant.reference.get("budget", {}).get("perSession"),
         },
     }  # fmt: skip
 

@@ -606,7 +606,8 @@ function limitsChooser(prefix, choices, current) {
       el('span', { id: id + '-hint', className: 'limit-hint', text: 'at most ' + ceiling }));
   }
   const budgetId = 'b-' + prefix;
-  const budget = el('input', { type: 'text', id: budgetId, placeholder: '0.50 ' + (choices.currency || 'USD'), inputmode: 'decimal' });
+  const budgetHint = choices.budget ? (current ? 'now: ' : 'site: ') + choices.budget : '0.50 ' + (choices.currency || 'USD');
+  const budget = el('input', { type: 'text', id: budgetId, placeholder: budgetHint, inputmode: 'decimal' });
   grid.append(el('label', { for: budgetId, text: 'Budget per session' }), budget,
     el('span', { className: 'limit-hint', text: 'in ' + (choices.currency || 'USD') }));
   const endsId = 'e-' + prefix;
