@@ -120,6 +120,12 @@ def test_the_guard_climbs_the_ladder_and_sends_a_weak_greedy_answer_to_the_beam(
     assert guard_step(LADDER, 30.0, 1, 20.0, heard("five " * 60)) == "beam"
     assert guard_step(LADDER, 30.0, 5, 20.0, heard("five " * 60)) is None
     assert guard_step(LADDER, 5.0, 1, 1.5, heard("")) is None
+    # unsure on a short window, once the beam has had its turn: the next window
+    unsure = replace(LADDER, short_window_logprob=-0.6)
+    assert guard_step(unsure, 5.0, 1, 1.5, heard("The Long Whirls", avg_logprob=-0.8)) == "beam"
+    assert guard_step(unsure, 5.0, 5, 1.5, heard("The Long Whirls", avg_logprob=-0.8)) == 10.0
+    assert guard_step(unsure, 30.0, 5, 1.5, heard("Hello world", avg_logprob=-0.8)) is None
+    assert guard_step(unsure, 5.0, 5, 1.5, heard("Seven of clubs.", avg_logprob=-0.4)) is None
 
 
 REAL = Path(__file__).parent / "data" / "realspeech"

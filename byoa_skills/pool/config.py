@@ -47,6 +47,8 @@ DEFAULT_GREEDY_LANGUAGES = frozenset({"en", "it"})
 DEFAULT_GREEDY_FALLBACK_LOGPROB = -0.6
 #: More tokens than this per second of speech cannot be real speech (plus a slack).
 DEFAULT_MAX_TOKENS_PER_SECOND = 12.0
+#: A short-window answer less sure than this (average token log-probability) climbs a window.
+DEFAULT_SHORT_WINDOW_LOGPROB = -0.6
 
 
 def engine_decode_options(encoder_seconds: float | None, model_name: str = "base") -> DecodeOptions:
@@ -60,7 +62,7 @@ def engine_decode_options(encoder_seconds: float | None, model_name: str = "base
     if model_name not in MEASURED_MODELS:
         return DecodeOptions(
             encoder_seconds=encoder_seconds, max_tokens_per_second=DEFAULT_MAX_TOKENS_PER_SECOND
-        )
+        )  # the guard of the one short window as it was: no log-probability floor of its own
     return DecodeOptions(
         encoder_seconds=encoder_seconds,
         windows=tuple(w for w in DEFAULT_WINDOWS if w < encoder_seconds),
@@ -70,6 +72,7 @@ def engine_decode_options(encoder_seconds: float | None, model_name: str = "base
         greedy_languages=DEFAULT_GREEDY_LANGUAGES,
         greedy_fallback_logprob=DEFAULT_GREEDY_FALLBACK_LOGPROB,
         max_tokens_per_second=DEFAULT_MAX_TOKENS_PER_SECOND,
+        short_window_logprob=DEFAULT_SHORT_WINDOW_LOGPROB,
     )
 
 

@@ -73,6 +73,11 @@ class DecodeOptions:
     #: A greedy answer whose average token log-probability is below this is decoded again
     #: with the beam, on the same encoder output (None: never).
     greedy_fallback_logprob: float | None = None
+    #: A short-window answer whose average token log-probability is below this is decoded
+    #: again on the next larger window (None: only ``log_prob_threshold`` counts). No answer
+    #: of the real-speech set on a 5 or 10 s window was below -0.6; a synthetic voice's
+    #: misheard one was (docs/runtime.md).
+    short_window_logprob: float | None = None
     #: A short-window answer with more tokens than this many per second of speech (plus
     #: :data:`TOKEN_SLACK`) holds more than the audio can, and is decoded again on the next
     #: larger window (None: no such check).

@@ -452,16 +452,18 @@ def guard_step(
     transcript: Transcript,
 ) -> float | str | None:
     """What the guard does with an answer decoded on ``window`` seconds with ``beams`` beams
-    from ``speech_seconds`` of speech: keep it (None); decode it again on the next larger
-    window (that window's seconds) when it looks degenerate (:func:`looks_degenerate`) or
-    holds more tokens than its speech can (``options.max_tokens_per_second``); or decode it
-    again with the beam on the same encoder output (``"beam"``) when it was greedy and its
-    average token log-probability is below ``options.greedy_fallback_logprob``, or it looks
-    degenerate on the whole window."""
+    from ``speech_seconds`` of speech, in this order: decode it again on the next larger
+    window (that window's seconds) when, on a short window, it looks degenerate
+    (:func:`looks_degenerate`) or holds more tokens than its speech can
+    (``options.max_tokens_per_second``); again with the beam on the same encoder output
+    (``"beam"``) when it was greedy and is below ``options.greedy_fallback_logprob`` or looks
+    degenerate; on the next larger window when, on a short window, it is below
+    ``options.short_window_logprob``; else keep it (None)."""
     o = options
     if not transcript.text:
         return None
-    if o.short_window_guard and window < 30.0:
+    short = o.short_window_guard and window < 30.0
+    if short:
         too_many = (
             o.max_tokens_per_second is not None
             and transcript.tokens > o.max_tokens_per_second * speech_seconds + o.TOKEN_SLACK
@@ -473,6 +475,12 @@ def guard_step(
         weak = floor is not None and (transcript.avg_logprob or 0.0) < floor
         if weak or (o.short_window_guard and looks_degenerate(transcript, o)):
             return "beam"
+    unsure = (
+        o.short_window_logprob is not None
+        and (transcript.avg_logprob or 0.0) < o.short_window_logprob
+    )
+    if short and unsure:
+        return next(w for w in o.window_ladder() if w > window)
     return None
 
 
