@@ -196,3 +196,20 @@ def test_an_allow_gives_the_visitors_budget_expiry_and_limits() -> None:
     assert given["limits"] == {"maxTextChars": 500}
     assert given["models"] == {"m1": "lab/qwen2.5-7b"}
     assert build_grant("https://geo.example.org", manifest, given, 0).terms.max_text_chars == 500
+
+
+def test_a_site_that_asks_for_more_models_sees_only_that_difference() -> None:
+    from byoa_skills.wallet_shim.consent_offer import Offer, asks_models, offer_view
+    from byoa_skills.wallet_shim.scope import Scope, more_than
+
+    held = text_manifest({**BLOCK, "count": 1, "required": 1})
+    asked = text_manifest()
+    skills = ["audio.transcribe", "text.generate"]
+    more = more_than(Scope.of(held), asked)
+    assert more.models == ("text.generate",) and not more.skills
+    offer = Offer("https://geo.example.org", asked, skills, read_block(asked), MODELS)
+    view = offer_view(offer, more)
+    assert asks_models(offer, more) and view["models"]["count"] == 2
+    assert [s["skill"] for s in view["skills"]] == ["text.generate"]
+    same = more_than(Scope.of(asked), asked)
+    assert not same and not asks_models(offer, same)

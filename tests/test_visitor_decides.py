@@ -90,6 +90,13 @@ def entries(engine: Engine, kind: str) -> list[dict[str, Any]]:
     return [e for e in map(json.loads, engine.activity()) if e.get("kind") == kind]
 
 
+async def next_call_entry(engine: Engine, before: int) -> dict[str, Any]:
+    """The activity entry of the call after the ``before`` calls already recorded (the
+    engine's writer commits an entry just after its answer)."""
+    await until(lambda: len(entries(engine, "call")) > before, "the call's activity entry")
+    return entries(engine, "call")[before]
+
+
 def test_ticks_limits_and_every_change_reach_the_site(
     engine_home: Path, decides_home: Path, two_sources: list[dict[str, Any]]
 ) -> None:
@@ -131,12 +138,13 @@ def test_ticks_limits_and_every_change_reach_the_site(
             seen["hello"] = connection.grants[0]
 
             question = "Name one colour."
-            seen["m2 answer"] = await demo.generate(code, question, {"model": "m2", "maxTokens": 8})
-            seen["m2 model"] = entries(wallet, "call")[-1].get("model")
-            seen["m1 answer"] = await demo.generate(code, question, {"model": "m1", "maxTokens": 8})
-            seen["m1 model"] = entries(wallet, "call")[-1].get("model")
-            seen["m3 answer"] = await demo.generate(code, question, {"model": "m3"})
-            seen["m3 outcome"] = entries(wallet, "call")[-1]["outcome"]
+            for name in ("m2", "m1", "m3"):
+                before = len(entries(wallet, "call"))
+                params = {"model": name, "maxTokens": 8}
+                seen[name + " answer"] = await demo.generate(code, question, params)
+                entry = await next_call_entry(wallet, before)
+                seen[name + " model"] = entry.get("model")
+                seen[name + " outcome"] = entry["outcome"]
 
             site = await site_card(page, origin)
             changer = site.locator("details.grant-changer")
@@ -157,14 +165,30 @@ def test_ticks_limits_and_every_change_reach_the_site(
             seen["axe sites"] = await axe_findings(page)
             # two calls were admitted in this minute: one more fits, the next is over
             seen["third"] = await demo.generate(code, question, {"model": "m1", "maxTokens": 8})
+            before = len(entries(wallet, "call"))
             seen["fourth"] = await demo.generate(code, question, {"model": "m1", "maxTokens": 8})
-            seen["fourth outcome"] = entries(wallet, "call")[-1]["outcome"]
+            seen["fourth outcome"] = (await next_call_entry(wallet, before))["outcome"]
 
             changer = site.locator("details.grant-changer")
             await changer.locator('input[data-code="m1"]').uncheck()
             await changer.get_by_role("button", name="Save").click()
             await until(lambda: len(connection.grants) >= 3, "the grant frame of an untick")
             seen["unticked"] = connection.grants[-1]
+
+            site = await site_card(page, origin)
+            await site.get_by_role("button", name="Pause").click()
+            await until(lambda: len(connection.grants) >= 4, "the grant frame of a pause")
+            seen["paused"] = connection.grants[-1]
+            site = await site_card(page, origin)
+            await site.get_by_role("button", name="Resume").click()
+            await until(lambda: len(connection.grants) >= 5, "the grant frame of a resume")
+            seen["resumed"] = connection.grants[-1]
+            # the end brought to 3 s from now: the wallet says bye when it comes
+            _, seen["sooner"] = await api(wallet, "POST", "/v1/sites/limits", {
+                "origin": origin, "choices": {"expiresInMinutes": 0.05}})  # fmt: skip
+            await until(lambda: connection.said_bye, "bye at the grant's end", seconds=20)
+            links = lambda: [e.get("outcome") for e in entries(wallet, "link")]  # noqa: E731
+            await until(lambda: "grant-ended" in links(), "the link's end")
 
     try:
         with_site(body, mode="text")
@@ -186,6 +210,8 @@ def test_ticks_limits_and_every_change_reach_the_site(
     assert seen["third"][0] and seen["fourth"][0] is None
     assert seen["fourth outcome"] == "rate-exceeded"
     assert seen["unticked"]["models"] == ["m2"]
+    assert seen["paused"]["paused"] is True and "paused" not in seen["resumed"]
+    assert seen["sooner"]["ok"] is True
 
 
 def test_the_extension_gets_the_grant_as_it_now_is_and_the_choices_outlive_a_restart(
