@@ -270,7 +270,8 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         assert 0 <= way["wer_all"] <= 1 and 0 <= way["decoded_again_rate"] <= 1
         assert sum(way["answered_by"].values()) >= 1
     engine_way = accuracy["ways"]["engine"]
-    assert any(key.startswith(("5 s", "10 s")) for key in engine_way["answered_by"])
+    # tiny.en was not measured per language: it keeps the one 15 s window (or the whole)
+    assert {key.split(" s,")[0] for key in engine_way["answered_by"]} <= {"15", "30"}
     assert "guard_decoded_again_rate" in results["headline"]
     assert "wer_engine_en" in results["headline"] and "wer_whole_en" in results["headline"]
 
