@@ -88,6 +88,10 @@ class Gate:
             return self.refusal
         return Admitted("warn", [{"code": "spend-high", "decision": "warn", "message": "m"}])
 
+    async def supervise(self, call: PreparedCall, run: Any, on_chunk: Any) -> CallResult:
+        self.events.append(("supervise", call.skill))
+        return await run(on_chunk)
+
     def finish(self, result: CallResult | None) -> None:
         self.events.append(("finish", None if result is None else result.ok))
 
@@ -113,6 +117,7 @@ def test_a_call_under_a_gate_takes_the_one_road_in_order(events: list[Any]) -> N
         "prepare",
         ("under_grant", 64),
         ("admit", "local/echo", {"textChars": 5}),
+        ("supervise", "test.echo"),  # the gate runs the admitted call
         ("run", 30.0, "local/echo"),  # the terms' seconds bound the call's 60
         ("finish", True),
     ]

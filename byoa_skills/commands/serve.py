@@ -45,9 +45,11 @@ from byoa_skills.serve.wallet.routes import WalletPage
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_ROWS, ActivityLog
 from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.judge_settings import JudgeSettingsStore
 from byoa_skills.store.problems import StoreStatus
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.consent import ConsentDesk
+from byoa_skills.wallet_shim.judge_switch import JudgeSwitch
 from byoa_skills.wallet_shim.shim import WalletShim
 
 DEFAULT_PORT = 8787
@@ -249,7 +251,8 @@ async def serve(
     activity = ActivityLog(database, max_age_days=retention.days, max_rows=retention.rows)
     consents = ConsentDesk()
     sites = SiteStore(database, keep_unwritten=True)
-    shim = WalletShim(engine, sites, activity, ask=consents.ask_call)
+    judges = JudgeSwitch(JudgeSettingsStore(database), text)
+    shim = WalletShim(engine, sites, activity, ask=consents.ask_call, judges=judges)
     _say_store(await asyncio.to_thread(database.check))
     activity.prune()
     intake = LinkIntake(shim, consents=consents)

@@ -4,11 +4,16 @@ wallet shim, above the skills, gives the policy behind it."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills.base import CallResult, PreparedCall
 from byoa_skills.skills.terms import GrantTerms
+
+#: ``run(on_chunk)``: the admitted call, run on its skill's runtime.
+Run = Callable[[ChunkHook | None], Awaitable[CallResult]]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,14 @@ class CallGate(Protocol):
         """Price and decide the call as the grant runs it: :class:`Admitted` when it may run
         (it is then recorded against the grant), else its refusal with the decision and
         reasons."""
+        ...
+
+    async def supervise(
+        self, call: PreparedCall, run: Run, on_chunk: ChunkHook | None
+    ) -> CallResult:
+        """Run the admitted call: ``run(on_chunk)`` as it is, or watched beside it (the wallet's
+        purpose judge holds a text answer, and its chunks, until it lets them pass). A result
+        that carries ``decision`` and ``reasons`` adds them to the gate's."""
         ...
 
     def finish(self, result: CallResult | None) -> None:

@@ -117,8 +117,13 @@ class SkillEngine:
         seconds = terms.max_call_seconds
         if prepared.deadline is not None:
             seconds = min(seconds, prepared.deadline)
+        bounded = replace(prepared, deadline=seconds)
+
+        async def run(hook: ChunkHook | None) -> CallResult:
+            return await self.run(bounded, hook)
+
         try:
-            result = await self.run(replace(prepared, deadline=seconds), on_chunk)
+            result = await gate.supervise(bounded, run, on_chunk)
         except BaseException:  # cut short: what it reserved may have been spent
             gate.finish(None)
             raise
@@ -177,8 +182,16 @@ def with_measurements(result: CallResult, call: PreparedCall) -> CallResult:
     return replace(result, measured=shown)
 
 
+_SEVERITY = {"allowed": 0, "warn": 1, "ask": 2, "blocked": 3}
+
+
 def _annotated(result: CallResult, admitted: Admitted) -> CallResult:
-    return replace(result, decision=admitted.decision, reasons=admitted.reasons)
+    """The gate's decision and reasons on the result, with those the run added (the purpose
+    judge's): the stricter decision, every reason."""
+    decision = admitted.decision
+    if _SEVERITY.get(result.decision or "", -1) > _SEVERITY.get(decision, 0):
+        decision = str(result.decision)
+    return replace(result, decision=decision, reasons=admitted.reasons + (result.reasons or []))
 
 
 def _is_deadline(value: Any) -> bool:

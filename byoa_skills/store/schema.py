@@ -81,4 +81,17 @@ MIGRATIONS: tuple[str, ...] = (
         since TEXT NOT NULL
     ) WITHOUT ROWID
     """,
+    # 4: the purpose judge: the wallet's default (one row, JSON) and each site's switch.
+    """
+    CREATE TABLE wallet_settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE judge_sites (
+        origin TEXT PRIMARY KEY REFERENCES sites (origin) ON DELETE CASCADE,
+        setting TEXT NOT NULL CHECK (setting IN ('on', 'off')),
+        since TEXT NOT NULL
+    ) WITHOUT ROWID
+    """,
 )

@@ -17,6 +17,7 @@ from typing import Any
 from byoa_skills.protocol.frames import grant_object
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import Admitted, CallResult, GrantTerms, PreparedCall, SkillEngine
+from byoa_skills.skills.call_gate import Run
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
@@ -25,6 +26,9 @@ from byoa_skills.store.visitor_choices import KeptChoices
 from byoa_skills.wallet_shim.gate import Admission, AskHook, Measured, admit, decline, finish
 from byoa_skills.wallet_shim.grant_change import changed_grant, kept_choices
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal, GrantStore, build_grant
+from byoa_skills.wallet_shim.judge_switch import JudgeSwitch
+from byoa_skills.wallet_shim.judged import judged_run
+from byoa_skills.wallet_shim.models_block import TEXT_SKILL
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices
 
 log = logging.getLogger("byoa_skills.shim")
@@ -51,8 +55,10 @@ class WalletShim:
         ask: AskHook = decline,
         pricing: Pricing | None = None,
         clock: Callable[[], int] = now_ms,
+        judges: JudgeSwitch | None = None,
     ) -> None:
-        """``pricing`` defaults to the engine's own (:meth:`SkillEngine.price`)."""
+        """``pricing`` defaults to the engine's own (:meth:`SkillEngine.price`); ``judges``
+        (the purpose judge's settings) None: no call is judged."""
         self.engine = engine
         self.grants = GrantStore(sites.database)
         try:
@@ -67,6 +73,7 @@ class WalletShim:
         self._ask = ask
         self._pricing: Pricing = pricing or engine.price
         self._clock = clock
+        self.judges = judges
         self._watchers: list[Callable[[dict[str, Any]], None]] = []
         self._grant_watchers: list[GrantWatcher] = []
 
@@ -199,7 +206,8 @@ class WalletShim:
         elif (site := self._site_state(grant.origin)) != "active":
             result = self._refused(skill, began, f"site-{site}", _site_message(site))
         else:  # the engine runs the call through the grant's gate, and reports it
-            gate = _GrantGate(grant, self.grants, self._pricing, self._clock, self._ask)
+            gate = _GrantGate(grant, self.grants, self._pricing, self._clock, self._ask,
+                              self.judges)  # fmt: skip
             result = await self.engine.call(
                 skill, skill_input, params, deadline, on_chunk, gate=gate
             )
@@ -213,6 +221,9 @@ class WalletShim:
         entry.update(result.measured)
         if "model" in result.facts:
             entry["model"] = result.facts["model"]
+        for fact in ("judge", "judgeDecision", "judgeModel", "judgeCost"):
+            if fact in result.facts:
+                entry[fact] = result.facts[fact]
         if result.receipt:
             entry["cost"] = result.receipt.get("cost")
         self.record_activity(**entry)
@@ -276,8 +287,10 @@ class _GrantGate:
         pricing: Pricing,
         clock: Callable[[], int],
         ask: AskHook,
+        judges: JudgeSwitch | None = None,
     ) -> None:
         self._grant = grant
+        self._judges = judges
         self._grants = grants
         self._pricing = pricing
         self._clock = clock
@@ -308,6 +321,18 @@ class _GrantGate:
             log.warning("event=gate-warn grant=%s codes=%s", grant.id,
                         ",".join(r["code"] for r in admission.reasons))  # fmt: skip
         return Admitted(admission.decision, admission.reasons)
+
+    async def supervise(
+        self, call: PreparedCall, run: Run, on_chunk: ChunkHook | None
+    ) -> CallResult:
+        """Run the call; a ``text.generate`` call of a site the purpose judge is on for runs
+        beside the judge (:func:`~byoa_skills.wallet_shim.judged.judged_run`)."""
+        judge = None
+        if self._judges is not None and call.skill == TEXT_SKILL and call.messages:
+            judge = await self._judges.judge_for(self._grant.origin)
+        if judge is None:
+            return await run(on_chunk)
+        return await judged_run(judge, self._grant, call, run, on_chunk, self._ask)
 
     def finish(self, result: CallResult | None) -> None:
         """The receipt's cost replaces the reservation (all of it, for a call cut short)."""

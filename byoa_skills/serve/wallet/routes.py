@@ -32,7 +32,7 @@ from byoa_skills.protocol.frames import encode
 from byoa_skills.serve.bodies import choice_refusal, json_body, refusal
 from byoa_skills.serve.wallet.opener import PageOpener
 from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_header
-from byoa_skills.serve.wallet.views import engine_view, pairings_view, sites_view
+from byoa_skills.serve.wallet.views import engine_view, judge_models, pairings_view, sites_view
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import SiteChangePending, normalize_origin
@@ -61,7 +61,7 @@ SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
-SITE_ACTIONS = ("pause", "resume", "block", "forget", "decide-on-my-own")
+SITE_ACTIONS = ("pause", "resume", "block", "forget", "decide-on-my-own", "judge")
 ACTIVITY_PAGE = 100
 
 
@@ -135,6 +135,8 @@ def add_routes(app: web.Application, page: WalletPage) -> None:
     router.add_post(API_PREFIX + "grants/{grant_id}/change", _change_grant)
     router.add_get(API_PREFIX + "activity", _activity)
     router.add_get(API_PREFIX + "engine", _engine)
+    router.add_get(API_PREFIX + "judge", _judge)
+    router.add_post(API_PREFIX + "judge", _set_judge)
     router.add_get(API_PREFIX + "pairings", _pairings)
     router.add_post(API_PREFIX + "pairings/{platform}/revoke", _revoke)
     router.add_get(API_PREFIX + "live", _live)
@@ -247,11 +249,18 @@ async def _change_site(request: web.Request) -> web.Response:
     page = request.app[PAGE_KEY]
     sites = page.shim.sites
     try:
-        if action == "decide-on-my-own":
+        if action == "judge":
+            if page.shim.judges is None:
+                return refusal(404, "no-judge", "this engine has no purpose judge")
+            page.shim.judges.set_site(normalize_origin(origin), body.get("setting"))
+            changed = True
+        elif action == "decide-on-my-own":
             changed = await asyncio.to_thread(sites.set_decide_on_my_own, origin,
                                               body.get("on") is True)  # fmt: skip
         else:
             changed = await asyncio.to_thread(getattr(sites, action), origin)
+    except ChoiceRefusal as refused:
+        return choice_refusal(refused)
     except ValueError as error:
         return refusal(400, "origin-invalid", str(error)[:200])
     except SiteChangePending as pending:  # in force now, written once the store takes it
@@ -263,6 +272,8 @@ async def _change_site(request: web.Request) -> web.Response:
     if action in ("forget", "block"):  # its grants end (a forgotten site's kept ones went)
         for grant in page.shim.grants.of_origin(normalize_origin(origin)):
             page.shim.release_grant(grant.id)
+        if action == "forget" and page.shim.judges is not None:
+            page.shim.judges.store.forget_site(normalize_origin(origin))
     elif action in ("pause", "resume"):
         page.shim.tell_site_changed(normalize_origin(origin))
     page.publish({"type": "sites-changed"})
@@ -321,6 +332,31 @@ async def _engine(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "store": store})
     view = await engine_view(page.engine)
     return web.json_response({"ok": True, **view, "store": store})
+
+
+async def _judge(request: web.Request) -> web.Response:
+    """The purpose judge's default, the model judging now, whether its source answers."""
+    page = request.app[PAGE_KEY]
+    judges = page.shim.judges
+    if judges is None:
+        return web.json_response({"ok": True, "judge": None})
+    status = await judges.status()
+    status["offered"] = await judge_models(page.engine)
+    return web.json_response({"ok": True, "judge": status})
+
+
+async def _set_judge(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    page = request.app[PAGE_KEY]
+    if page.shim.judges is None:
+        return refusal(404, "no-judge", "this engine has no purpose judge")
+    try:
+        page.shim.judges.set_default(body)
+    except ChoiceRefusal as refused:
+        return choice_refusal(refused)
+    return web.json_response({"ok": True, "judge": await page.shim.judges.status()})
 
 
 async def _pairings(request: web.Request) -> web.Response:

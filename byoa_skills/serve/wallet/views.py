@@ -14,6 +14,7 @@ from byoa_skills.skills import SkillEngine
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.consent import origin_view
 from byoa_skills.wallet_shim.grants import Grant
+from byoa_skills.wallet_shim.model_offers import models_on_offer
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ceilings
 
@@ -31,8 +32,10 @@ def sites_view(shim: WalletShim) -> list[dict[str, Any]]:
     for origin in grants:
         entries.setdefault(origin, {"origin": origin, "state": "active", "decideOnMyOwn": False})
     unwritten = shim.sites.unwritten()
+    switches = shim.judges.store.sites() if shim.judges is not None else {}
     return [
         {**entry, **origin_view(origin), "pending": origin in unwritten,
+         "judge": switches.get(origin),
          "grants": [grant_view(g) for g in sorted(grants.get(origin, []), key=_by_age)]}
         for origin, entry in sorted(entries.items())
     ]  # fmt: skip
@@ -89,6 +92,22 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
                 "models": len(probe.models), "problem": probe.problem,
             })  # fmt: skip
     return {"speech": speech, "textSources": sources, "frontRssMib": _rss_mib(os.getpid())}
+
+
+async def judge_models(engine: SkillEngine) -> list[dict[str, Any]]:
+    """The models the purpose judge may use: every model on offer now, and whether its
+    source is paid (the wallet never picks a paid one by itself)."""
+    if engine.text is None:
+        return []
+    kinds = {}
+    try:
+        kinds = {name: s.provider_kind for name, s in engine.text.config().sources.items()}
+    except TextFailure:
+        return []
+    return [
+        {"ref": model.ref, "paid": kinds.get(model.source) != "local-model"}
+        for model in await models_on_offer(engine)
+    ]
 
 
 def pairings_view(store: RegistrationStore) -> list[dict[str, Any]]:

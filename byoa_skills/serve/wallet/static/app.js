@@ -222,6 +222,14 @@ const CODE_SENTENCES = Object.freeze({
   'expiry-invalid': 'The end of the grant is given in minutes from now.',
   'choices-invalid': 'What was sent with the answer is malformed.',
   'no-live-grant': 'The site holds no live grant to change.',
+  // the purpose judge
+  'purpose-fits': 'Your purpose judge found the call fits what the site said it is for.',
+  'purpose-unclear': 'Your purpose judge could not tell whether the call fits the site’s purpose.',
+  'purpose-mismatch': 'Your purpose judge found the call does not fit the site’s stated purpose, so it was held.',
+  'purpose-judge-timeout': 'Your purpose judge gave no opinion in time.',
+  'purpose-judge-unreadable': 'Your purpose judge answered something that is not an opinion.',
+  'judge-invalid': 'That is not a setting of the purpose judge.',
+  'no-judge': 'This engine has no purpose judge.',
   // the wallet's store
   'store-unsafe': 'The wallet’s data file or folder could have been changed by someone else.',
   'store-damaged': 'The wallet’s data file is damaged.',
@@ -660,6 +668,7 @@ function tick() {
 // -- sites ---------------------------------------------------------------------------------
 
 async function loadSites() {
+  loadJudge();
   const { body } = await api('sites');
   const box = document.getElementById('sites');
   box.replaceChildren();
@@ -684,6 +693,14 @@ function siteCard(site) {
     onchange: (event) => siteAction(site.origin, 'decide-on-my-own', event.target.checked) });
   card.append(el('div', { className: 'toggle' }, toggle,
     el('label', { for: toggleId, text: 'Decide on my own: its links connect without asking' })));
+  const judgeId = titleId + '-judge';
+  const judge = el('select', { id: judgeId, 'data-judge-site': site.origin,
+    onchange: (event) => siteJudge(site.origin, event.target.value) });
+  for (const [value, label] of [['', 'as the default'], ['on', 'on'], ['off', 'off']]) {
+    judge.append(el('option', { value, text: label, selected: (site.judge || '') === value }));
+  }
+  card.append(el('div', { className: 'toggle' },
+    el('label', { for: judgeId, text: 'Purpose judge for this site: ' }), judge));
   const actions = el('div', { className: 'actions', role: 'group', 'aria-label': 'Change ' + site.origin });
   if (site.state === 'active') actions.append(el('button', { type: 'button', text: 'Pause', onclick: () => siteAction(site.origin, 'pause') }));
   else actions.append(el('button', { type: 'button', text: 'Resume', onclick: () => siteAction(site.origin, 'resume') }));
@@ -757,6 +774,55 @@ function grantChanger(grant) {
   return chooser.box;
 }
 
+async function siteJudge(origin, value) {
+  const { body } = await api('sites', { method: 'POST', body: { origin, action: 'judge', setting: value || null } });
+  say(body.ok ? 'Purpose judge for ' + origin + ': ' + (value || 'as the default') + '.' : 'Not done: ' + problemText(body));
+}
+
+// The purpose judge: the visitor's own model checks that a site's text calls fit the purpose
+// it stated. Its default for every site, the model that judges, and what a mismatch gives.
+async function loadJudge() {
+  const box = document.getElementById('judge');
+  const { body } = await api('judge');
+  const judge = body.judge;
+  box.replaceChildren();
+  if (!judge) return;
+  const card = el('article', { className: 'card judge', 'aria-labelledby': 'h-judge' });
+  card.append(el('h3', { id: 'h-judge', text: 'Purpose judge' }),
+    el('p', { text: 'Your own model reads each text call of a site and checks it against the purpose the site stated; an answer that does not fit is held back.' }));
+  const state = !judge.on ? 'Off for sites that follow the default.'
+    : judge.up ? 'On: judging with ' + judge.judgingModel + '.'
+      : 'Off for now: no text source answers for the judge’s model' + (judge.judgingModel ? ' (' + judge.judgingModel + ')' : '') + '.';
+  card.append(el('p', { className: 'judge-state', role: 'status', text: state }));
+  const onId = 'judge-on';
+  const on = el('input', { type: 'checkbox', id: onId, checked: judge.on,
+    onchange: (event) => setJudge({ on: event.target.checked }) });
+  card.append(el('div', { className: 'toggle' }, on,
+    el('label', { for: onId, text: 'Judge every site’s text calls unless its own switch says otherwise' })));
+  const modelId = 'judge-model';
+  const model = el('select', { id: modelId, onchange: (event) => setJudge({ model: event.target.value || null }) });
+  model.append(el('option', { value: '', text: 'a local model the wallet picks', selected: !judge.model }));
+  for (const offered of judge.offered || []) {
+    model.append(el('option', { value: offered.ref, selected: judge.model === offered.ref,
+      text: offered.ref + (offered.paid ? ' (paid: its cost is yours)' : '') }));
+  }
+  const mismatchId = 'judge-mismatch';
+  const mismatch = el('select', { id: mismatchId, onchange: (event) => setJudge({ mismatch: event.target.value }) });
+  for (const [value, label] of [['blocked', 'hold the answer back'], ['ask', 'ask me']]) {
+    mismatch.append(el('option', { value, text: label, selected: judge.mismatch === value }));
+  }
+  card.append(el('div', { className: 'limit-grid' },
+    el('label', { for: modelId, text: 'Model that judges' }), model, el('span'),
+    el('label', { for: mismatchId, text: 'When a call does not fit' }), mismatch, el('span')));
+  box.append(card);
+}
+
+async function setJudge(change) {
+  const { body } = await api('judge', { method: 'POST', body: change });
+  say(body.ok ? 'Purpose judge saved.' : 'Not saved: ' + problemText(body));
+  loadJudge();
+}
+
 async function siteAction(origin, action, on) {
   const { body } = await api('sites', { method: 'POST', body: { origin, action, on } });
   say(body.ok ? (action === 'decide-on-my-own' ? 'Decide on my own is ' + (on ? 'on' : 'off') : action + ': done') + ' for ' + origin + '.' : 'Not done: ' + (body.message || 'error'));
@@ -788,6 +854,17 @@ function matches(entry, filters) {
     && (!filters.code || entry.outcome === filters.code);
 }
 
+// An entry's outcome, with what the purpose judge decided of the call (its code) and, for a
+// request that asked for more than the site holds, what was more.
+function outcomeCell(entry) {
+  const box = el('span', { className: 'outcome-cell' }, describedCode(entry.outcome));
+  if (entry.judge) box.append(el('span', { className: 'judged' }, ' Judge: ', describedCode(entry.judge)));
+  if (entry.outcome === 'asks-for-more' && Array.isArray(entry.codes) && entry.codes.length) {
+    box.append(el('span', { className: 'detail', text: ' (more: ' + entry.codes.join(', ') + ')' }));
+  }
+  return box;
+}
+
 function activityRow(entry, fresh) {
   let measured = '';
   if (entry.clipSeconds !== undefined) measured = entry.clipSeconds + ' s';
@@ -796,7 +873,7 @@ function activityRow(entry, fresh) {
     : el('td', { text: value === undefined || value === null || value === '' ? '-' : value }));
   return el('tr', { className: fresh ? 'new' : '' },
     ...[timeEl(entry.time), entry.kind, entry.origin, entry.skill, entry.decision,
-      entry.outcome ? describedCode(entry.outcome) : '', measured,
+      entry.outcome ? outcomeCell(entry) : '', measured,
       entry.latencyMs !== undefined ? entry.latencyMs + ' ms' : '', entry.cost, grantIdEl(entry.grant)].map(cell));
 }
 

@@ -1,0 +1,78 @@
+"""A ``text.generate`` call run beside the purpose judge (``docs/judge.md``): the generation
+and the judge start together; the answer and every chunk are held until the judge's opinion
+lets them pass. ``allowed`` or ``warn``: the answer goes out as it came. ``ask``: the visitor
+is asked on the wallet page with the judge's reason (the answer stays held meanwhile).
+``blocked``, or a decline: the answer is thrown away, and the site gets ``ok: false``
+(``purpose-mismatch``, or the judge's code).
+
+The call's result carries the judge's decision and code in its facts (``judgeDecision``,
+``judge``), and its reason among the call's reasons, for the activity log: never the
+messages, never the judge's words.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import replace
+from typing import Any
+
+from byoa_skills.runtimes.text import ChunkHook
+from byoa_skills.skills import CallResult, PreparedCall
+from byoa_skills.skills.call_gate import Run
+from byoa_skills.wallet_shim.gate import AskHook
+from byoa_skills.wallet_shim.grants import Grant
+from byoa_skills.wallet_shim.judge import Opinion, Purpose, PurposeJudge
+
+log = logging.getLogger("byoa_skills.judge")
+
+
+async def judged_run(
+    judge: PurposeJudge,
+    grant: Grant,
+    call: PreparedCall,
+    run: Run,
+    on_chunk: ChunkHook | None,
+    ask: AskHook,
+) -> CallResult:
+    """``run`` beside ``judge``'s opinion of the call's messages under ``grant``."""
+    purpose = Purpose.of(grant.manifest, grant.origin)
+    beside = judge.beside(grant.id, purpose, call.messages or [], run, on_chunk)
+    try:
+        opinion = await beside.opinion()
+        passes = opinion.decision in ("allowed", "warn")
+        if opinion.decision == "ask":
+            passes = await _visitor_allows(ask, grant, call, opinion)
+        if not passes:
+            await beside.discard()
+            log.info("event=judge-held grant=%s code=%s", grant.id, opinion.code)
+            code = opinion.code if opinion.decision == "blocked" else "declined"
+            return _with_opinion(CallResult.refused(code, "the purpose judge held the answer"),
+                                 opinion, "blocked")  # fmt: skip
+        result: CallResult = await beside.release()
+    finally:
+        await beside.close()
+    return _with_opinion(result, opinion, opinion.decision)
+
+
+async def _visitor_allows(ask: AskHook, grant: Grant, call: PreparedCall, opinion: Opinion) -> bool:
+    """The visitor's answer to the judge's ``ask``, on the wallet page (a call consent)."""
+    shown = {"skill": call.skill, "input": dict(call.measured), "estimatedCost": ""}
+    reason = {"code": opinion.code, "decision": "ask", "message": opinion.message}
+    answer = ask(grant, shown, [reason])
+    decided = await answer if inspect.isawaitable(answer) else answer
+    return decided is True
+
+
+def _with_opinion(result: CallResult, opinion: Opinion, decision: str) -> CallResult:
+    facts: dict[str, Any] = {
+        **result.facts,
+        "judge": opinion.code,
+        "judgeDecision": opinion.decision,
+    }
+    if opinion.model:
+        facts["judgeModel"] = opinion.model
+    if opinion.cost:
+        facts["judgeCost"] = format(opinion.cost, "f")
+    reason = {"code": opinion.code, "decision": opinion.decision, "message": "purpose judge"}
+    return replace(result, facts=facts, decision=decision, reasons=[reason])
