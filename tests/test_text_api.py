@@ -187,7 +187,9 @@ def test_the_direct_link_streams_chunk_frames(engine: Engine, sources: Path) -> 
         ):  # fmt: skip
             assert (await response.json())["ok"]
         result = await demo.call(
-            session, "text.generate", QUESTION,
+            session,
+            "text.generate",
+            QUESTION,
             {"model": "m1", "stream": True, "maxTokens": 12, "temperature": 0},
         )
         connection = demo.connection(session)
