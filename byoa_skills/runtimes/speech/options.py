@@ -116,11 +116,17 @@ class DecodeOptions:
 
     def first_window(self, speech_seconds: float, language: str | None) -> float:
         """The window a clip of ``speech_seconds`` of speech in ``language`` is first encoded
-        in: the shortest of :meth:`window_ladder` that holds it plus the margin and is not
-        below the language's floor."""
+        in: the shortest of :meth:`window_ladder` that holds it plus the margin (the longest
+        short window, ``encoder_seconds``, needs only hold it: a 15 s piece of a long
+        recording stays on it) and is not below the language's floor."""
         floor = self.window_floor(language)
-        need = speech_seconds + self.window_margin
-        return next((w for w in self.window_ladder() if w >= need and w >= floor), 30.0)
+        longest = self.encoder_seconds or 30.0
+
+        def holds(window: float) -> bool:  # the longest short window needs no margin
+            margin = self.window_margin if window < longest else 0.0
+            return window >= speech_seconds + margin and window >= floor
+
+        return next((w for w in self.window_ladder() if holds(w)), 30.0)
 
     def window_floor(self, language: str | None) -> float:
         """The shortest window ``language`` may be given (0: any; a clip whose language is
