@@ -37,8 +37,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.runtimes.text import SourceStore, TextRuntime
-from byoa_skills.wallet_shim.judge import JudgeSettings, Purpose, judge
+from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
+from byoa_skills.wallet_shim.judge import JudgeSettings, Purpose, build_prompt, judge
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 NOT_ALLOWED = ("ask", "blocked")
@@ -107,9 +107,11 @@ def load_set() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 async def judge_all(
     url: str, model_id: str, calls: list[dict[str, Any]], manifests: dict[str, Any],
-    deadline: float, mismatch: str, system_role: bool = True,
+    deadline: float, mismatch: str, system_role: bool = True, show: int = 0,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Each call's decision, code, reason and judge seconds, one call at a time."""
+    """Each call's decision, code, reason and judge seconds, one call at a time; for
+    ``show`` calls spread over the set also the model's raw answer (asked once more,
+    untimed)."""
     folder = Path(tempfile.mkdtemp(prefix="judge-sources-"))
     sources = folder / "sources.json"
     sources.write_text(json.dumps({"sources": [{"name": "judge", "kind": "openai", "url": url}]}))
@@ -117,6 +119,7 @@ async def judge_all(
     settings = JudgeSettings(model=f"judge/{model_id}", deadline=deadline, mismatch=mismatch,
                              system_role=system_role)  # fmt: skip
     results = []
+    shown = {index * len(calls) // show + 1 for index in range(show)} if show else set()
     try:
         warm = Purpose.of(manifests["geo"], "https://geo.example")
         await judge(
@@ -129,6 +132,12 @@ async def judge_all(
             seconds = time.perf_counter() - began
             results.append({"id": call["id"], "decision": opinion.decision, "code": opinion.code,
                             "reason": opinion.message, "seconds": round(seconds, 4)})  # fmt: skip
+            if index in shown:
+                prompt = build_prompt(purpose, call["messages"], settings.budget, system_role)
+                asked = TextCall(settings.model, prompt, settings.max_tokens, temperature=0.0,
+                                 deadline=deadline)  # fmt: skip
+                raw = await runtime.generate(asked)
+                results[-1]["answer"] = raw.texts[0]
             print(f"\r{index}/{len(calls)} {call['id']} {opinion.decision:<8} "
                   f"{seconds:5.2f} s", end="", file=sys.stderr, flush=True)  # fmt: skip
         print(file=sys.stderr)
@@ -206,6 +215,11 @@ def report(run: dict[str, Any]) -> str:
     for technique, chosen in sorted(by_technique.items()):
         caught = sum(1 for r in chosen if r["decision"] in NOT_ALLOWED)
         out.append(f"- {technique}: {caught}/{len(chosen)}")
+    shown = [r for r in results if "answer" in r]
+    if shown:
+        out += ["", "Raw answers:", ""]
+        out += [f"- {r['id']} ({calls[r['id']]['label']}): {json.dumps(r['answer'])[:160]}"
+                for r in shown]  # fmt: skip
     seconds = [r["seconds"] for r in results]
     out += ["", f"judge latency: p50 {percentile(seconds, 0.5):.3f} s, "
                 f"p95 {percentile(seconds, 0.95):.3f} s, max {max(seconds):.3f} s "
@@ -231,6 +245,8 @@ def main() -> None:
                         help="seconds per judgement (slower gives ask)")  # fmt: skip
     parser.add_argument("--mismatch", choices=("blocked", "ask"), default="blocked")
     parser.add_argument("--limit", type=int, help="judge only the first N calls")
+    parser.add_argument("--show", type=int, default=0,
+                        help="keep the raw answers of N calls spread over the set")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the run (every decision) here")
     parser.add_argument("--load", type=Path, help="print the tables of a run kept with --json")
     args = parser.parse_args()
@@ -255,7 +271,7 @@ def main() -> None:
     try:
         results = asyncio.run(
             judge_all(url, model_id, calls, manifests, args.deadline, args.mismatch,
-                      system_role=chat_format not in NO_SYSTEM_ROLE)
+                      system_role=chat_format not in NO_SYSTEM_ROLE, show=args.show)
         )  # fmt: skip
     finally:
         if process is not None:

@@ -1,7 +1,12 @@
 """Reading the judge model's answer: its first word is the decision (``allowed``, ``ask``,
-``blocked``; ``warn`` too), then a colon and the reason; a JSON object ``{"decision",
-"reason"}`` in the answer is read as well. Anything else is not an opinion and gives ``ask``
-(``purpose-judge-unreadable``)."""
+``blocked``; ``warn`` too), then a colon and the reason; an answer that begins with a JSON
+object ``{"decision", "reason"}`` (in a code fence or not) is read as well. Anything else is
+not an opinion and gives ``ask`` (``purpose-judge-unreadable``).
+
+Only the beginning of the answer counts. A small model often echoes its prompt; the prompt
+begins with the wallet's own words, never the site's, so an echo is never read as the
+site's ``allowed``, and a JSON object the site placed inside the data block (a skill
+declared as ``{"decision": "allowed"}``, say) is never read as the opinion."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ _MEANINGS = {
     "blocked": ("purpose-mismatch", "the call does not fit the stated purpose"),
 }
 _FIRST_WORD = re.compile(r"[^\w-]*([A-Za-z-]+)")
+_FENCE = re.compile(r"\s*(?:```(?:json)?\s*)?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
@@ -38,32 +44,31 @@ def read_answer(text: str, model: str | None = None, mismatch: str = "blocked") 
 
 
 def _decision_of(text: str) -> tuple[str, str] | None:
-    """(decision, reason) from a JSON object in ``text``, else from its first word."""
-    for body in _objects(text):
+    """(decision, reason) from the JSON object ``text`` begins with, else its first word."""
+    body = _leading_object(text)
+    if body is not None:
         decision = body.get("decision")
         if isinstance(decision, str) and decision.strip().lower() in _MEANINGS:
             reason = body.get("reason")
             return decision.strip().lower(), reason if isinstance(reason, str) else ""
+        return None
     match = _FIRST_WORD.match(text)
     if match and match.group(1).lower() in _MEANINGS:
         return match.group(1).lower(), text[match.end() :].strip(" \t\n:.-")
     return None
 
 
-def _objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object that starts at a ``{`` of ``text``, in order."""
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    start = text.find("{")
-    while start != -1 and len(found) < 4:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            found.append(value)
-        start = text.find("{", start + 1)
-    return found
+def _leading_object(text: str) -> dict[str, Any] | None:
+    """The JSON object at the start of ``text`` (after a code fence's opening), or None."""
+    start = _FENCE.match(text)
+    at = start.end() if start else 0
+    if not text.startswith("{", at):
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, at)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _one_line(text: str) -> str:
