@@ -66,8 +66,14 @@ def test_a_lone_call_runs_on_the_wide_encoder_and_calls_together_do_not(two: Poo
     assert all(a.lone and a.transcript.encoder_threads == 2 for a in alone)
     assert all("your country" in a.text.lower() for a in alone)
     assert len({a.worker_pid for a in alone}) == 1  # always the worker with the wide encoder
-    # four at once on two workers: each runs beside another or ahead of one waiting
-    assert sum(a.lone for a in together) <= 1
+    # four at once on two workers: the two that start together are not lone calls, and a
+    # call runs as one only once every other call has ended (the four arrived together, so
+    # each one's start and end are its queued and total seconds)
+    ordered = sorted(together, key=lambda a: a.queued_seconds)
+    assert not ordered[0].lone and not ordered[1].lone
+    for lone in (a for a in together if a.lone):
+        others = [a for a in together if a is not lone]
+        assert all(a.seconds <= lone.queued_seconds + 0.01 for a in others)
     assert {a.transcript.encoder_threads for a in together if not a.lone} == {1}
     assert len({a.worker_pid for a in together}) == 2
     assert len({a.text for a in together}) == 1  # the same words however it was encoded
