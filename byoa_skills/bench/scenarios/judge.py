@@ -76,7 +76,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "rounds": rounds,
         "max_tokens": MAX_TOKENS,
         "goal_added_p50_share": GOAL_SHARE,
-        #: calls whose answer with the judge was not the answer of the same round without it
+        #: per mode, calls whose answer was not the answer of the same round without the judge
         "answers_differing_from_off": differing,
     }
     off = figures["modes"]["off"]["p50"]
@@ -90,12 +90,14 @@ def run(ctx: Context) -> dict[str, Any]:
     return figures
 
 
-async def _rounds(path: Path, rounds: int, advance: Any) -> tuple[dict[str, list[float]], int]:
+async def _rounds(
+    path: Path, rounds: int, advance: Any
+) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Each mode once per round, the order turned by one each round: milliseconds per mode,
-    and how many answers with the judge differed from the round's answer without it."""
+    and per mode how many answers differed from the round's answer without the judge."""
     runtime = TextRuntime(SourceStore(path))
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
-    differing = 0
+    differing = {mode: 0 for mode in MODES if mode != "off"}
     try:
         await _one(runtime, "off", QUESTIONS[0])  # connections open, model lists cached
         await _one(runtime, "beside-own", QUESTIONS[1])
@@ -107,7 +109,8 @@ async def _rounds(path: Path, rounds: int, advance: Any) -> tuple[dict[str, list
                 seconds, texts[mode] = await _one(runtime, mode, question)
                 times[mode].append(seconds * 1000)
                 advance()
-            differing += sum(1 for mode in MODES if texts[mode] != texts["off"])
+            for mode in differing:
+                differing[mode] += texts[mode] != texts["off"]
     finally:
         await runtime.close()
     return times, differing
