@@ -32,6 +32,7 @@ from byoa_skills.wallet_shim.judge import (
     Purpose,
     PurposeJudge,
     build_prompt,
+    can_judge,
     judge,
     merge,
     start_beside,
@@ -236,6 +237,24 @@ def test_a_source_that_is_down_gives_ask(tmp_path: Path) -> None:
     assert (opinion.decision, opinion.code) == ("ask", "purpose-judge-error")
 
 
+def test_the_judge_is_off_when_its_source_or_model_is_not_there(tmp_path: Path) -> None:
+    with serving(scripted_app) as server:
+
+        async def run() -> list[bool]:
+            runtime = runtime_for(tmp_path, server.url + "/v1")
+            down = runtime_for(tmp_path, "http://127.0.0.1:9/v1", name="down")
+            try:
+                return [await can_judge(runtime, "src/judge"),
+                        await can_judge(runtime, "src/another"),
+                        await can_judge(runtime, "nowhere/judge"),
+                        await can_judge(down, "down/judge")]  # fmt: skip
+            finally:
+                await runtime.close()
+                await down.close()
+
+        assert asyncio.run(run()) == [True, False, False, False]
+
+
 def test_a_real_model_gives_an_opinion_from_the_source(llama_sources: Path) -> None:
     async def run() -> list[Opinion]:
         runtime = TextRuntime(SourceStore(llama_sources))
@@ -369,9 +388,14 @@ class Gate:
     def __init__(self, opinion: Opinion) -> None:
         self.opinion = opinion
         self.opened = asyncio.Event()
+        self.cancelled = False
 
     async def judging(self) -> Opinion:
-        await self.opened.wait()
+        try:
+            await self.opened.wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
         return self.opinion
 
 
@@ -483,6 +507,51 @@ def test_the_answer_is_the_same_with_the_judge_on_as_off(
         off, on, sent, opinion = asyncio.run(run())
     assert opinion.decision == "allowed" and opinion.code == "purpose-fits"
     assert on == off and "".join(sent) == on
+
+
+def test_a_site_gone_while_the_held_chunks_go_out_drops_the_call(llama_sources: Path) -> None:
+    class Gone(Exception):
+        pass
+
+    async def run() -> tuple[bool, bool]:
+        runtime = TextRuntime(SourceStore(llama_sources))
+        gate = Gate(Opinion("allowed", "purpose-fits", "fits"))
+
+        async def sink(choice: int, text: str) -> None:
+            raise Gone
+
+        long_call = TextCall("llama/smollm2", ask("Tell me a long story."), max_tokens=400)
+        call = start_beside(lambda hook: runtime.generate(long_call, hook), gate.judging(), sink)
+        try:
+            await until(lambda: call.held >= 2)
+            gate.opened.set()
+            await call.opinion()
+            try:
+                await call.release()
+            except Gone:
+                return True, call.answered
+            return False, call.answered
+        finally:
+            await call.close()
+            await runtime.close()
+
+    raised, ended = asyncio.run(run())
+    assert raised and ended  # the error reached the caller; the generation was cancelled
+
+
+def test_close_stops_a_judge_that_still_runs(llama_sources: Path) -> None:
+    async def run() -> bool:
+        runtime = TextRuntime(SourceStore(llama_sources))
+        gate = Gate(Opinion("allowed", "purpose-fits", "never given"))
+        call = start_beside(lambda hook: runtime.generate(story(), hook), gate.judging())
+        try:
+            await call.release()  # a caller that did not wait for the judge
+        finally:
+            await call.close()
+            await runtime.close()
+        return gate.cancelled
+
+    assert asyncio.run(run())
 
 
 def test_a_call_that_fails_beside_the_judge_fails_on_release(llama_sources: Path) -> None:

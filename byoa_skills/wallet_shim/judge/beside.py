@@ -87,15 +87,25 @@ class BesideCall(Generic[T]):
             return failed("purpose-judge-error", "the purpose judge failed")
 
     @property
+    def held(self) -> int:
+        """Chunks held back now (0 without a sink, and after release)."""
+        return self._chunks.held if self._chunks is not None else 0
+
+    @property
     def answered(self) -> bool:
         """Whether the call has ended (its answer or its failure is held)."""
         return self._generating.done()
 
     async def release(self) -> T:
-        """Let the call's chunks through and give its answer (or raise its failure)."""
+        """Let the call's chunks through and give its answer (or raise its failure). A sink
+        that fails while the held chunks go out drops the call, and its error is raised."""
         self._settled = True
         if self._chunks is not None:
-            await self._chunks.release()
+            try:
+                await self._chunks.release()
+            except BaseException:
+                await self._drop()
+                raise
         return await self._generating
 
     async def discard(self) -> None:
@@ -105,14 +115,21 @@ class BesideCall(Generic[T]):
         self._settled = True
         if self._chunks is not None:
             self._chunks.discard()
+        await self._drop()
+
+    async def close(self) -> None:
+        """For ``finally``: discard the call unless it was released or discarded, and stop a
+        judge that still runs."""
+        if not self._settled:
+            await self.discard()
+        elif not self._judging.done():
+            self._judging.cancel()
+            await asyncio.gather(self._judging, return_exceptions=True)
+
+    async def _drop(self) -> None:
         for task in (self._generating, self._judging):
             task.cancel()
         await asyncio.gather(self._generating, self._judging, return_exceptions=True)
-
-    async def close(self) -> None:
-        """Discard the call unless it was released or discarded already (for ``finally``)."""
-        if not self._settled:
-            await self.discard()
 
 
 def start_beside(

@@ -15,6 +15,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from byoa_skills.wallet_shim.judge.opinion import MODEL_CODES, Opinion
@@ -53,7 +54,7 @@ class OpinionCache:
         if opinion is None:
             return None
         self._opinions.move_to_end(key)
-        return replace(opinion, cached=True, cost=opinion.cost * 0)
+        return replace(opinion, cached=True, cost=Decimal(0))
 
     def put(self, key: str, opinion: Opinion) -> None:
         """Keep ``opinion`` when it is a model's; forget the oldest beyond ``size``."""
@@ -82,7 +83,7 @@ class OpinionCache:
             self._running[key] = running
             return await asyncio.shield(running)
         opinion = await asyncio.shield(running)
-        return replace(opinion, cached=True, cost=opinion.cost * 0)
+        return replace(opinion, cached=True, cost=Decimal(0))
 
     async def _judge(self, key: str, judging: Callable[[], Awaitable[Opinion]]) -> Opinion:
         try:
