@@ -325,14 +325,17 @@ def test_the_same_messages_under_the_same_grant_are_judged_once(tmp_path: Path) 
                     *(purpose_judge.opinion("g1", PURPOSE, other) for _ in range(3))
                 )
                 elsewhere = await purpose_judge.opinion("g2", PURPOSE, QUESTION)
-                return [first, again, *together, elsewhere]
+                widened = Purpose("A general assistant", PURPOSE.skills, PURPOSE.limits)
+                changed = await purpose_judge.opinion("g1", widened, QUESTION)
+                return [first, again, *together, elsewhere, changed]
             finally:
                 await runtime.close()
 
         opinions = asyncio.run(run())
         asked = [r["body"]["messages"][-1]["content"] for r in server.recorded.requests]
-    assert len(asked) == 3  # QUESTION under g1, other under g1 (once for three), QUESTION under g2
-    assert [o.cached for o in opinions] == [False, True, False, True, True, False]
+    # QUESTION under g1, other under g1 (once for three), QUESTION under g2, under a new purpose
+    assert len(asked) == 4
+    assert [o.cached for o in opinions] == [False, True, False, True, True, False, False]
     assert {o.decision for o in opinions} == {"allowed"}
 
 

@@ -38,6 +38,7 @@ from byoa_skills.wallet_shim.judge.prompt import (
     Purpose,
     build_prompt,
     cut_messages,
+    data_json,
 )
 from byoa_skills.wallet_shim.judge.runner import (
     DEADLINE_SECONDS,
@@ -67,7 +68,7 @@ class PurposeJudge:
         """The opinion of ``messages`` under the grant ``grant_id``: from the cache when the
         same messages were judged under that grant by the same model, else from the model
         (never raises; ``ask`` when the judge cannot judge)."""
-        key = cache_key(grant_id, self.settings.model, messages)
+        key = cache_key(grant_id, self.settings.model, messages, data_json(purpose.data()))
         return await self.cache.judged(
             key,
             lambda: judge(purpose, messages, runtime=self.runtime, settings=self.settings),

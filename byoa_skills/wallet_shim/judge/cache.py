@@ -1,7 +1,7 @@
 """The judge's memory: the same messages under the same grant, judged by the same model, are
 judged once. A bounded LRU of opinions keyed by a SHA-256 of (grant id, judge model,
-messages); the messages themselves are never kept. Calls that arrive while the same messages
-are being judged wait for that one judgement instead of asking the model again.
+messages, purpose); the messages themselves are never kept. Calls that arrive while the same
+messages are being judged wait for that one judgement instead of asking the model again.
 
 Only the model's opinions are kept (:data:`~byoa_skills.wallet_shim.judge.opinion.MODEL_CODES`):
 a judge that failed or timed out is asked again next time.
@@ -24,11 +24,14 @@ from byoa_skills.wallet_shim.judge.opinion import MODEL_CODES, Opinion
 CACHE_SIZE = 1024
 
 
-def cache_key(grant_id: str, model: str, messages: Sequence[Mapping[str, Any]]) -> str:
-    """The hex SHA-256 of the grant id, the judge's model and the messages (roles and
-    contents, in order)."""
-    body = [grant_id, model, [[str(m.get("role", "")), str(m.get("content", ""))]
-                              for m in messages]]  # fmt: skip
+def cache_key(
+    grant_id: str, model: str, messages: Sequence[Mapping[str, Any]], purpose: str = ""
+) -> str:
+    """The hex SHA-256 of the grant id, the judge's model, the messages (roles and contents,
+    in order) and the purpose as the judge read it (so a grant whose manifest changed is
+    judged again)."""
+    body = [grant_id, model, purpose, [[str(m.get("role", "")), str(m.get("content", ""))]
+                                       for m in messages]]  # fmt: skip
     encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     return hashlib.sha256(encoded).hexdigest()
 
