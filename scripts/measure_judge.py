@@ -8,7 +8,7 @@ for ``blocked`` alone. A judge that failed, timed out or answered no opinion giv
 so it counts as "not allowed": the failures are counted apart.
 
     .venv/bin/python scripts/measure_judge.py --model smollm2            # llama.cpp, bundled
-    .venv/bin/python scripts/measure_judge.py --model gemma3-270m        # the Gemma 3 270M GGUF
+    .venv/bin/python scripts/measure_judge.py --model gemma3-270m        # Gemma 3 270M (judge-eval)
     .venv/bin/python scripts/measure_judge.py --gguf PATH.gguf           # any GGUF file
     .venv/bin/python scripts/measure_judge.py --url http://127.0.0.1:1234/v1 --model-id ID
     .venv/bin/python scripts/measure_judge.py --load /tmp/judge.json     # the tables again
