@@ -42,9 +42,9 @@ DEFAULT_WINDOW_FLOORS: tuple[tuple[str, float], ...] = (
 )  # fmt: skip
 #: Greedy decoding for clips of at most this many seconds of speech in these languages (where
 #: it kept the words), with the beam again for an answer below the log-probability floor.
-DEFAULT_GREEDY_UP_TO_SECONDS = 15.0
+DEFAULT_GREEDY_UP_TO_SECONDS = 6.0
 DEFAULT_GREEDY_LANGUAGES = frozenset({"en", "it"})
-DEFAULT_GREEDY_FALLBACK_LOGPROB = -0.6
+DEFAULT_GREEDY_FALLBACK_LOGPROB = -0.3
 #: More tokens than this per second of speech cannot be real speech (plus a slack).
 DEFAULT_MAX_TOKENS_PER_SECOND = 12.0
 #: A short-window answer less sure than this (average token log-probability) climbs a window.
