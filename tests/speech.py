@@ -64,3 +64,33 @@ def faster_whisper_text(model_dir: Path, samples: Any, language: str, threads: i
         max_new_tokens=options.max_new_tokens,
     )
     return "".join(segment.text for segment in segments).strip()
+
+
+def faster_whisper_texts_as_a_worker(
+    model_dir: Path, items: list[tuple[str, str]], threads: int = 1
+) -> list[str]:
+    """:func:`faster_whisper_text` of each committed clip ``(file, language)``, run in a
+    process with the environment the engine's workers run in (``WORKER_ENVIRONMENT``: numpy's
+    BLAS on one thread, which changes the features' last bits, and so a beam's choice)."""
+    import os
+    import subprocess
+    import sys
+
+    from byoa_skills.pool.worker import WORKER_ENVIRONMENT
+
+    script = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from pathlib import Path\n"
+        "from speech import SPEECH, faster_whisper_text\n"
+        "from byoa_skills.wav import parse_wav\n"
+        "items, folder, threads = json.loads(sys.stdin.read())\n"
+        "print(json.dumps([faster_whisper_text(Path(folder), "
+        "parse_wav((SPEECH / name).read_bytes()).to_float32(), language, threads) "
+        "for name, language in items]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=json.dumps([items, str(model_dir), threads]),
+        capture_output=True, text=True, env={**os.environ, **WORKER_ENVIRONMENT}, check=True,
+    )  # fmt: skip
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))

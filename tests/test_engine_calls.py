@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 from engine import Engine, call_http, call_ws, start_engine
-from speech import SPEECH, clips, faster_whisper_text, skill_input, word_recall
+from speech import clips, faster_whisper_texts_as_a_worker, skill_input, word_recall
 
 from byoa_skills.models import model_path
-from byoa_skills.wav import parse_wav
 
 JFK = skill_input("jfk.wav")
 
@@ -135,10 +134,10 @@ def test_on_the_whole_window_answers_equal_faster_whisper_called_directly(
     finally:
         whole.stop()
     folder = model_path("base", cache_dir=engine_home / "cache" / "models")
-    for clip in chosen:
-        samples = parse_wav((SPEECH / clip["file"]).read_bytes()).to_float32()
-        direct = faster_whisper_text(folder, samples, clip["language"], threads=1)
-        assert answers[clip["file"]]["output"]["text"] == direct, clip["file"]
+    items = [(clip["file"], clip["language"]) for clip in chosen]
+    directs = faster_whisper_texts_as_a_worker(folder, items)
+    for (name, _), direct in zip(items, directs, strict=True):
+        assert answers[name]["output"]["text"] == direct, name
 
 
 def test_silence_and_noise_answer_nothing(engine: Engine) -> None:
