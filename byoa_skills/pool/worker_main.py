@@ -92,7 +92,7 @@ def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
     return Clip(np.frombuffer(shm.buf, dtype="<i2", count=frames, offset=2 * offset)).to_float32()
 
 
-def _load_backend(config: PoolConfig, wide: bool):  # type: ignore[no-untyped-def]
+def _load_backend(config: PoolConfig, wide: bool = False):  # type: ignore[no-untyped-def]
     from byoa_skills.runtimes.speech import load_backend
 
     return load_backend(

@@ -38,7 +38,6 @@ HTTP_STATUS: dict[str, int] = {
     "audio-too-long": 413,
     # a grant, a site and a paired platform's registration
     "unknown-grant": 404,
-    "no-live-grant": 404,
     "too-many-parallel-calls": 429,
     "rate-exceeded": 429,
     "site-paused": 403,

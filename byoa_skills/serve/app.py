@@ -237,7 +237,7 @@ async def _set_site_limits(request: web.Request) -> web.Response:
         return web.json_response({"ok": False, "code": refused.code, "message": refused.message},
                                  status=refused.status)  # fmt: skip
     if not summaries:
-        return _refused("no-live-grant", "the site holds no live grant")
+        return refusal(404, "no-live-grant", "the site holds no live grant")
     return web.json_response({"ok": True, "grants": summaries})
 
 

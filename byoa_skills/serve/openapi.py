@@ -410,6 +410,10 @@ def wallet_paths() -> dict[str, Schema]:
         ),
         "/wallet/api/activity": read("The activity log, newest first, filtered"),
         "/wallet/api/engine": read("The engine: models, workers, text sources, memory"),
+        "/wallet/api/judge": {
+            **read("The purpose judge: default, model, whether its source answers"),
+            **change("Set the purpose judge's default (on, model, mismatch)"),
+        },
         "/wallet/api/pairings": read("The BYOAg pairings"),
         "/wallet/api/pairings/{platform}/revoke": change(
             "Revoke a pairing", {"404": _refused("not paired (`not-paired`)")}
