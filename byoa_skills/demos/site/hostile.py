@@ -28,7 +28,14 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from byoa_skills.protocol.frames import FrameError, Result, call_frame, encode, read_frame
+from byoa_skills.protocol.frames import (
+    FrameError,
+    Result,
+    call_frame,
+    encode,
+    ping_frame,
+    read_frame,
+)
 
 KINDS = ("never-reads", "floods", "nests", "huge-ids", "lies-in-welcome")
 #: How many calls ``never-reads`` and ``floods`` send.
@@ -146,12 +153,25 @@ async def _never_reads(
     frames = (audio_call(_longest_id(i), clip) for i in range(calls))
     sending = asyncio.create_task(_send_all(ws, frames, report))
     deadline = time.monotonic() + hold
+    dropped = False
+    probe_at = 0.0
     while time.monotonic() < deadline and not gone():
         await asyncio.sleep(0.1)
+        if sending.done() and time.monotonic() >= probe_at:
+            # every call is sent: a ping a second, so that a wallet that closed the
+            # connection meanwhile is noticed without reading (its close is never read)
+            probe_at = time.monotonic() + 1.0
+            try:
+                await asyncio.wait_for(ws.send_str(encode(ping_frame())), 1.0)
+            except asyncio.TimeoutError:  # the wallet is not taking frames now: look again
+                continue
+            except (ConnectionError, RuntimeError):
+                dropped = True
+                break
     sending.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await sending
-    if gone():
+    if dropped or gone():
         report.closed_with = (None, "dropped")
 
 
