@@ -248,13 +248,7 @@ def preticked(block: ModelsBlock, models: Iterable[OfferedModel]) -> list[Offere
         for model in offered_now:
             if len(chosen) >= block.count:
                 return chosen
-            if model in chosen or wanted.lower() not in model.model.lower():
-                continue
-            if (
-                block.different_companies
-                and model.company is not None
-                and any(other.company == model.company for other in chosen)
-            ):
+            if wanted.lower() not in model.model.lower() or not _may_join(block, model, chosen):
                 continue
             chosen.append(model)
             break
@@ -273,16 +267,21 @@ def fallback_ticks(block: ModelsBlock, models: Sequence[OfferedModel],
     for model in ordered:
         if len(chosen) >= wanted:
             break
-        if model in chosen:
-            continue
-        if (
-            block.different_companies
-            and model.company is not None
-            and any(other.company == model.company for other in chosen)
-        ):
-            continue
-        chosen.append(model)
+        if _may_join(block, model, chosen):
+            chosen.append(model)
     return chosen
+
+
+def _may_join(block: ModelsBlock, model: OfferedModel, chosen: list[OfferedModel]) -> bool:
+    """Whether ``model`` may be ticked beside ``chosen``: not ticked already, and of another
+    company than each of them when the block asks for different companies."""
+    if model in chosen:
+        return False
+    return not (
+        block.different_companies
+        and model.company is not None
+        and any(other.company == model.company for other in chosen)
+    )
 
 
 def model_codes(ticked: Sequence[OfferedModel]) -> dict[str, str]:
