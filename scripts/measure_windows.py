@@ -30,7 +30,7 @@ from speech import words
 
 from byoa_skills.runtimes.speech import DecodeOptions
 from byoa_skills.runtimes.speech.base import Transcript
-from byoa_skills.runtimes.speech.whisper_ct2 import guard_step
+from byoa_skills.runtimes.speech.whisper_ct2 import guard_step, looks_degenerate
 
 REALSPEECH = Path(__file__).resolve().parent.parent / "tests" / "data" / "realspeech"
 WINDOWS = (5.0, 10.0, 15.0, 30.0)
@@ -117,20 +117,22 @@ def simulate(options: DecodeOptions, row: dict[str, Any]) -> tuple[str, float, i
     language = row["language"]
     window = options.first_window(speech, language)
     beams = options.beams_for(speech, language)
-    seconds, count = 0.0, 0
+    seconds, count, unsure_before = 0.0, 0, None
     while True:
         decode = decodes[f"{window:g}/{beams}"]
         count += 1
         # a beam decode after a greedy one reuses the encoder output: the time of the
         # decoder only is not known apart, so the whole decode is counted (an upper bound)
         seconds += decode["seconds"]
-        step = guard_step(options, window, beams, speech, _transcript(decode))
+        answer = _transcript(decode)
+        step = guard_step(options, window, beams, speech, answer, unsure_before)
         if step is None:
             return decode["text"], seconds, count, f"{window:g}/{beams}"
         if step == "beam":
             beams = options.beam_size
         else:
             window = float(step)
+            unsure_before = None if looks_degenerate(answer, options) else answer.text
 
 
 def judge(data: dict[str, Any], options: DecodeOptions) -> dict[str, Any]:

@@ -120,12 +120,34 @@ def test_the_guard_climbs_the_ladder_and_sends_a_weak_greedy_answer_to_the_beam(
     assert guard_step(LADDER, 30.0, 1, 20.0, heard("five " * 60)) == "beam"
     assert guard_step(LADDER, 30.0, 5, 20.0, heard("five " * 60)) is None
     assert guard_step(LADDER, 5.0, 1, 1.5, heard("")) is None
-    # unsure on a short window, once the beam has had its turn: the next window
+    # unsure on a short window: the next window at once, greedy or not (the beam on the same
+    # short window rarely makes a doubtful answer sure, and costs a decode)
     unsure = replace(LADDER, short_window_logprob=-0.6)
-    assert guard_step(unsure, 5.0, 1, 1.5, heard("The Long Whirls", avg_logprob=-0.8)) == "beam"
+    assert guard_step(unsure, 5.0, 1, 1.5, heard("The Long Whirls", avg_logprob=-0.8)) == 10.0
     assert guard_step(unsure, 5.0, 5, 1.5, heard("The Long Whirls", avg_logprob=-0.8)) == 10.0
     assert guard_step(unsure, 30.0, 5, 1.5, heard("Hello world", avg_logprob=-0.8)) is None
     assert guard_step(unsure, 5.0, 5, 1.5, heard("Seven of clubs.", avg_logprob=-0.4)) is None
+    # two windows that agree: the doubt is in the audio; the answer is kept where it is
+    doubt = heard("Hello World!", avg_logprob=-0.72)
+    assert guard_step(unsure, 15.0, 5, 1.1, doubt, unsure_before="Hello world!") is None
+    # (a greedy one still gets the beam on the same encoder output, as any weak greedy answer)
+    assert guard_step(unsure, 15.0, 1, 1.1, doubt, unsure_before="Hello world!") == "beam"
+    assert guard_step(unsure, 15.0, 1, 1.1, doubt, unsure_before="The long wereld.") == 30.0
+    assert guard_step(unsure, 15.0, 1, 1.1, doubt) == 30.0
+    # a degenerate answer climbs even when it agrees
+    loop = heard("Lordway " * 30, tokens=60, avg_logprob=-0.8)
+    assert guard_step(unsure, 5.0, 5, 1.5, loop, unsure_before="Lordway " * 30) == 10.0
+
+
+def test_a_synthetic_clip_unsure_on_every_window_stops_where_two_windows_agree(
+    engine_windows: SpeechBackend,
+) -> None:
+    # en-hello.wav (an espeak voice, 1.1 s) is below -0.6 on every window: 5 s hears
+    # "The long wereld.", 10 s "Hello world!", 15 s "Hello World!" (the whole window's words),
+    # greedy, then the beam on the 15 s encoder output, as a weak greedy answer gets
+    answer = engine_windows.transcribe(clip("en-hello.wav"), "en")
+    assert answer.text.lower().strip(" .!") == "hello world"
+    assert (answer.window_seconds, answer.beam_size, answer.attempts) == (15.0, 5, 4)
 
 
 REAL = Path(__file__).parent / "data" / "realspeech"

@@ -6,6 +6,7 @@ faster-whisper is imported by :meth:`WhisperCT2Backend.load`, not when this modu
 from __future__ import annotations
 
 import os
+import re
 import time
 import zlib
 from collections.abc import Sequence
@@ -230,14 +231,18 @@ class WhisperCT2Backend(SpeechBackend):
             retry_beam: list[int] = []
             for position, clip, transcript in zip(positions, clips, transcripts, strict=True):
                 step = guard_step(self.options, clip.window, clip.beams, clip.seconds,
-                                  transcript)  # fmt: skip
+                                  transcript, clip.unsure_before)  # fmt: skip
                 if step is None:
                     clip.answer = replace(transcript, attempts=clip.attempts)
                 elif step == "beam":
                     clip.beams, clip.attempts = self.options.beam_size, clip.attempts + 1
                     retry_beam.append(position)
                 else:
-                    again.append(clip.moved(window=step, attempts=clip.attempts + 1))
+                    unsure = not looks_degenerate(transcript, self.options)
+                    again.append(clip.moved(
+                        window=step, attempts=clip.attempts + 1,
+                        unsure_before=transcript.text if unsure else None,
+                    ))  # fmt: skip
             if retry_beam:  # the same encoder output, decoded with the beam
                 by_beams.setdefault(self.options.beam_size, []).extend(retry_beam)
         return again
@@ -444,21 +449,30 @@ def looks_degenerate(transcript: Transcript, options: DecodeOptions) -> bool:
     )
 
 
+def same_words(text: str, other: str) -> bool:
+    """Whether two answers hold the same words (lower case, punctuation and spacing left
+    out)."""
+    return re.findall(r"\w+", text.lower()) == re.findall(r"\w+", other.lower())
+
+
 def guard_step(
     options: DecodeOptions,
     window: float,
     beams: int,
     speech_seconds: float,
     transcript: Transcript,
+    unsure_before: str | None = None,
 ) -> float | str | None:
     """What the guard does with an answer decoded on ``window`` seconds with ``beams`` beams
     from ``speech_seconds`` of speech, in this order: decode it again on the next larger
     window (that window's seconds) when, on a short window, it looks degenerate
     (:func:`looks_degenerate`) or holds more tokens than its speech can
-    (``options.max_tokens_per_second``); again with the beam on the same encoder output
-    (``"beam"``) when it was greedy and is below ``options.greedy_fallback_logprob`` or looks
-    degenerate; on the next larger window when, on a short window, it is below
-    ``options.short_window_logprob``; else keep it (None)."""
+    (``options.max_tokens_per_second``); on the next larger window when, on a short window,
+    it is below ``options.short_window_logprob``, unless it holds the same words as
+    ``unsure_before`` (the unsure answer of the smaller window that sent it here: two windows
+    agree, so the doubt is in the audio, not in the window); again with the beam on the same
+    encoder output (``"beam"``) when it was greedy and is below
+    ``options.greedy_fallback_logprob`` or looks degenerate; else keep it (None)."""
     o = options
     if not transcript.text:
         return None
@@ -470,17 +484,18 @@ def guard_step(
         )
         if too_many or looks_degenerate(transcript, o):
             return next(w for w in o.window_ladder() if w > window)
+        unsure = (
+            o.short_window_logprob is not None
+            and (transcript.avg_logprob or 0.0) < o.short_window_logprob
+        )
+        agreed = unsure_before is not None and same_words(transcript.text, unsure_before)
+        if unsure and not agreed:
+            return next(w for w in o.window_ladder() if w > window)
     if beams == 1 and o.beam_size > 1:
         floor = o.greedy_fallback_logprob
         weak = floor is not None and (transcript.avg_logprob or 0.0) < floor
         if weak or (o.short_window_guard and looks_degenerate(transcript, o)):
             return "beam"
-    unsure = (
-        o.short_window_logprob is not None
-        and (transcript.avg_logprob or 0.0) < o.short_window_logprob
-    )
-    if short and unsure:
-        return next(w for w in o.window_ladder() if w > window)
     return None
 
 
@@ -517,6 +532,8 @@ class _Clip:
     attempts: int = 1
     detected: tuple[str, float] | None = None
     answer: Transcript | None = None
+    #: The text of the unsure answer that sent it up a window (None: none did).
+    unsure_before: str | None = None
 
     @property
     def spoken(self) -> str:
