@@ -13,7 +13,7 @@ import pytest
 
 from byoa_skills.bench import cli, compare, plots
 from byoa_skills.bench.scenarios import default_names, names
-from byoa_skills.bench.server import parse_server_timing
+from byoa_skills.bench.server import parse_server_timing, server_timing_window
 from byoa_skills.bench.stats import spread_of, summarize
 from byoa_skills.bench.wyoming import encode_event, read_event
 
@@ -37,6 +37,10 @@ def test_server_timing_header_is_read_in_seconds() -> None:
         "infer": 0.9,
     }
     assert parse_server_timing("") == {}
+    header = 'queue;dur=0.2, infer;dur=80.5, window;desc="10s"'
+    assert server_timing_window(header) == 10.0
+    assert server_timing_window('window;desc="5s", infer;dur=3') == 5.0
+    assert server_timing_window("queue;dur=1.5, infer;dur=900") is None
 
 
 def test_wyoming_events_round_trip() -> None:
@@ -191,6 +195,19 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
             stats["p50"] / floor["groups"][name]["floor_s"]["p50"]
         )
         assert results["headline"][f"engine_vs_floor_{name}"]["value"] == engine["vs_floor"][name]
+    # each group split by the window that answered: every call of the group in one of them,
+    # the clips of the languages that keep the whole window on it
+    split = engine["group_latency_by_window_s"]
+    assert set(split) == groups
+    languages = {clip["key"]: clip["language"] for g in real.values() for clip in g}
+    for name, sides in split.items():
+        assert sides and set(sides) <= {"short", "whole"}
+        assert sum(side["calls"] for side in sides.values()) == len(real[name])  # 1 repeat
+        for side, figure in sides.items():
+            assert figure["p50"] > 0
+            assert set(figure["languages"]) <= set(languages.values())
+    # tiny.en keeps the one 15 s window for every clip it can hold (all of them here)
+    assert all(set(sides) == {"short"} for sides in split.values())
     assert set(scenarios["peer"]["group_latency_s"]) == groups
     for label in ("1s", "5s", "15s"):
         assert engine["overhead_ms"][label]["p50"] > 0
@@ -336,3 +353,22 @@ def test_the_soak_reports_serve_growth_from_the_engine_start_and_after_the_warm_
     growth = serve_growth(snap(68.2), snap(78.4), snap(79.9))
     assert growth == {"from_engine_start": 17.2, "after_warmup": 1.9}
     assert serve_growth({}, snap(78.4), snap(79.9))["from_engine_start"] is None
+
+
+def test_a_group_is_split_by_the_window_that_answered_its_calls() -> None:
+    from byoa_skills.bench.scenarios.enginerun import group_latency_by_window
+    from byoa_skills.bench.server import Timed
+
+    timed = {
+        "en-a": [Timed(0.1, 0.0, 0.08, 5.0), Timed(0.12, 0.0, 0.1, 5.0)],
+        "fr-b": [Timed(0.9, 0.0, 0.85, 30.0)],
+        "ru-c": [Timed(0.7, 0.0, 0.65, 30.0), Timed(0.5, 0.0, 0.3, None)],  # no window said
+    }
+    languages = {"en-a": "en", "fr-b": "fr", "ru-c": "ru"}
+    split = group_latency_by_window({"1-2s": ["en-a", "fr-b", "ru-c"]}, timed, languages)
+    assert split == {
+        "1-2s": {
+            "short": {"calls": 2, "p50": pytest.approx(0.11), "languages": ["en"]},
+            "whole": {"calls": 2, "p50": pytest.approx(0.8), "languages": ["fr", "ru"]},
+        }
+    }

@@ -131,6 +131,16 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 ratio = entry.get("vs_floor", {}).get(group)
                 floor = f" ({ratio:.2f}x the floor)" if ratio else ""
                 lines.append(_stats_row(group + floor, stats))
+        if entry.get("group_latency_by_window_s"):
+            lines += ["", "| real clip group | window | calls | p50 (s) | languages |",
+                      "|---|---|---|---|---|"]  # fmt: skip
+            for group, sides in entry["group_latency_by_window_s"].items():
+                for side, figure in sides.items():
+                    lines.append(
+                        f"| {group} | {'under 30 s' if side == 'short' else 'whole (30 s)'} | "
+                        f"{figure['calls']} | {figure['p50']:.3f} | "
+                        f"{', '.join(figure['languages'])} |"
+                    )
         if "overhead_ms" in entry:
             lines += ["", STATS_HEAD.format("API overhead by clip (ms)")]
             for label, stats in entry["overhead_ms"].items():

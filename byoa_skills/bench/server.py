@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -41,6 +42,8 @@ class Timed:
     waited: float
     queue: float
     infer: float
+    #: The encoder window that answered it, in seconds (None: the engine did not say).
+    window: float | None = None
 
     @property
     def overhead(self) -> float:
@@ -58,6 +61,12 @@ def parse_server_timing(header: str) -> dict[str, float]:
             if key == "dur":
                 timing[name.strip()] = float(value) / 1000
     return timing
+
+
+def server_timing_window(header: str) -> float | None:
+    """``'window;desc="5s"'`` → 5.0: the encoder window a ``Server-Timing`` header names."""
+    match = re.search(r'(?:^|,)\s*window\s*;\s*desc="?([0-9.]+)s"?', header)
+    return float(match.group(1)) if match else None
 
 
 _Engine = TypeVar("_Engine", bound="EngineProcess")
@@ -165,8 +174,11 @@ class EngineProcess:
         waited = time.perf_counter() - began
         if response.status != 200 or not answer.get("ok"):
             raise RuntimeError(f"call refused: {response.status} {answer}")
-        timing = parse_server_timing(response.headers.get("Server-Timing", ""))
-        return Timed(waited, timing.get("queue", 0.0), timing.get("infer", 0.0))
+        header = response.headers.get("Server-Timing", "")
+        timing = parse_server_timing(header)
+        return Timed(
+            waited, timing.get("queue", 0.0), timing.get("infer", 0.0), server_timing_window(header)
+        )
 
 
 def start_engine(

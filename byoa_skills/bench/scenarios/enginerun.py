@@ -4,6 +4,7 @@ process a run keeps up between scenarios."""
 from __future__ import annotations
 
 import asyncio
+import statistics
 from typing import Any
 
 import aiohttp
@@ -87,8 +88,14 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
                 label: summarize([t.infer for t in timed[label]]).to_dict() for label in LABELS
             }
             ctx.reporter.step("latency by clip group, the real clips one at a time")
+            before = {key: len(calls) for key, calls in timed.items()}
             by_groups = await by_group(
                 call, groups(ctx), settings.repeats, settings.rounds, ctx.reporter.advance
+            )
+            by_window = group_latency_by_window(
+                groups(ctx),
+                {key: calls[before[key] :] for key, calls in timed.items()},
+                {clip.key: clip.language for clips in ctx.real.values() for clip in clips},
             )
             ctx.reporter.step(f"concurrency sweep {list(levels)}")
             levels_out = await sweep(
@@ -97,6 +104,7 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
         return {
             "latency_s": latency,
             "group_latency_s": by_groups,
+            "group_latency_by_window_s": by_window,
             "infer_s": infer,
             "overhead_ms": overhead,
             "sweep": [level.to_dict() for level in levels_out],
@@ -108,6 +116,31 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
     figures["best_throughput"] = top["throughput"]
     figures["best_concurrency"] = top["concurrency"]
     return figures
+
+
+def group_latency_by_window(
+    groups: dict[str, list[str]], timed: dict[str, list[Timed]], languages: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Per clip group, the calls' latency split by the window that answered them: ``"short"``
+    (under 30 s) and ``"whole"`` (30 s), each with its calls, p50 and the languages of its
+    clips, so a group's p50 can be read against the languages that keep the whole window."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, keys in groups.items():
+        split: dict[str, list[float]] = {"short": [], "whole": []}
+        spoken: dict[str, set[str]] = {"short": set(), "whole": set()}
+        for key in keys:
+            for result in timed.get(key, []):
+                if result.window is None:
+                    continue
+                side = "whole" if result.window >= 30.0 else "short"
+                split[side].append(result.waited)
+                spoken[side].add(languages.get(key, "?"))
+        out[name] = {
+            side: {"calls": len(values), "p50": statistics.median(values),
+                   "languages": sorted(spoken[side])}
+            for side, values in split.items() if values
+        }  # fmt: skip
+    return out
 
 
 def work_units(ctx: Context, workers: int) -> int:
