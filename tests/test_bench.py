@@ -203,7 +203,7 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     for name, sides in split.items():
         assert sides and set(sides) <= {"short", "whole"}
         assert sum(side["calls"] for side in sides.values()) == len(real[name])  # 1 repeat
-        for side, figure in sides.items():
+        for figure in sides.values():
             assert figure["p50"] > 0
             assert set(figure["languages"]) <= set(languages.values())
     # tiny.en keeps the one 15 s window for every clip it can hold (all of them here)
