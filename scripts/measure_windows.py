@@ -30,7 +30,7 @@ from speech import words
 
 from byoa_skills.runtimes.speech import DecodeOptions
 from byoa_skills.runtimes.speech.base import Transcript
-from byoa_skills.runtimes.speech.whisper_ct2 import guard_step, looks_degenerate
+from byoa_skills.runtimes.speech.whisper_ct2 import agreeable_text, guard_step
 
 REALSPEECH = Path(__file__).resolve().parent.parent / "tests" / "data" / "realspeech"
 WINDOWS = (5.0, 10.0, 15.0, 30.0)
@@ -132,7 +132,7 @@ def simulate(options: DecodeOptions, row: dict[str, Any]) -> tuple[str, float, i
             beams = options.beam_size
         else:
             window = float(step)
-            unsure_before = None if looks_degenerate(answer, options) else answer.text
+            unsure_before = agreeable_text(options, answer)
 
 
 def judge(data: dict[str, Any], options: DecodeOptions) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import signal
 import socket
@@ -13,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,22 +50,36 @@ class Timed:
         return self.waited - self.queue - self.infer
 
 
-def parse_server_timing(header: str) -> dict[str, float]:
-    """``"queue;dur=1.5, infer;dur=900"`` → ``{"queue": 0.0015, "infer": 0.9}`` (seconds)."""
-    timing: dict[str, float] = {}
+def _server_timing_metrics(header: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """Each metric of a ``Server-Timing`` header: its name and its parameters."""
     for part in header.split(","):
         name, _, rest = part.strip().partition(";")
+        parameters = {}
         for parameter in rest.split(";"):
             key, _, value = parameter.strip().partition("=")
-            if key == "dur":
-                timing[name.strip()] = float(value) / 1000
-    return timing
+            parameters[key] = value
+        yield name.strip(), parameters
+
+
+def parse_server_timing(header: str) -> dict[str, float]:
+    """``"queue;dur=1.5, infer;dur=900"`` → ``{"queue": 0.0015, "infer": 0.9}`` (seconds)."""
+    return {
+        name: float(parameters["dur"]) / 1000
+        for name, parameters in _server_timing_metrics(header)
+        if "dur" in parameters
+    }
 
 
 def server_timing_window(header: str) -> float | None:
     """``'window;desc="5s"'`` → 5.0: the encoder window a ``Server-Timing`` header names."""
-    match = re.search(r'(?:^|,)\s*window\s*;\s*desc="?([0-9.]+)s"?', header)
-    return float(match.group(1)) if match else None
+    for name, parameters in _server_timing_metrics(header):
+        said = parameters.get("desc", "").strip('"')
+        if name == "window" and said.endswith("s"):
+            try:
+                return float(said[:-1])
+            except ValueError:
+                return None
+    return None
 
 
 _Engine = TypeVar("_Engine", bound="EngineProcess")

@@ -88,12 +88,13 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
                 label: summarize([t.infer for t in timed[label]]).to_dict() for label in LABELS
             }
             ctx.reporter.step("latency by clip group, the real clips one at a time")
+            real_groups = groups(ctx)
             before = {key: len(calls) for key, calls in timed.items()}
             by_groups = await by_group(
-                call, groups(ctx), settings.repeats, settings.rounds, ctx.reporter.advance
+                call, real_groups, settings.repeats, settings.rounds, ctx.reporter.advance
             )
             by_window = group_latency_by_window(
-                groups(ctx),
+                real_groups,
                 {key: calls[before[key] :] for key, calls in timed.items()},
                 {clip.key: clip.language for clips in ctx.real.values() for clip in clips},
             )

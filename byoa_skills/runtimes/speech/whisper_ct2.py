@@ -238,10 +238,9 @@ class WhisperCT2Backend(SpeechBackend):
                     clip.beams, clip.attempts = self.options.beam_size, clip.attempts + 1
                     retry_beam.append(position)
                 else:
-                    unsure = not looks_degenerate(transcript, self.options)
                     again.append(clip.moved(
                         window=step, attempts=clip.attempts + 1,
-                        unsure_before=transcript.text if unsure else None,
+                        unsure_before=agreeable_text(self.options, transcript),
                     ))  # fmt: skip
             if retry_beam:  # the same encoder output, decoded with the beam
                 by_beams.setdefault(self.options.beam_size, []).extend(retry_beam)
@@ -453,6 +452,13 @@ def same_words(text: str, other: str) -> bool:
     """Whether two answers hold the same words (lower case, punctuation and spacing left
     out)."""
     return re.findall(r"\w+", text.lower()) == re.findall(r"\w+", other.lower())
+
+
+def agreeable_text(options: DecodeOptions, transcript: Transcript) -> str | None:
+    """What an answer the guard sends up a window leaves for the next window's answer to
+    agree with (:func:`guard_step`'s ``unsure_before``): its text, or None when it looked
+    degenerate (a degenerate answer is never a reason to stop)."""
+    return None if looks_degenerate(transcript, options) else transcript.text
 
 
 def guard_step(
