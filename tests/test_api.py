@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from pathlib import Path
 
 import aiohttp
@@ -191,21 +192,25 @@ def test_outcomes_are_counted_by_code(engine: Engine) -> None:
 
 
 def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
-    async def run() -> tuple[int, str]:
+    async def run() -> tuple[int, str, float]:
         body = json.dumps({"input": audio(JFK), "params": {"language": "en"}})
         headers = {"Authorization": f"Bearer {TOKEN}"}
+        began = time.perf_counter()
         async with (
             aiohttp.ClientSession() as session,
             session.post(
                 f"{engine.url}/v1/skills/audio.transcribe", data=body, headers=headers
             ) as response,
         ):
-            return response.status, response.headers.get("Server-Timing", "")
+            await response.read()
+            waited_ms = (time.perf_counter() - began) * 1000
+            return response.status, response.headers.get("Server-Timing", ""), waited_ms
 
-    status, timing = asyncio.run(run())
+    status, timing, waited_ms = asyncio.run(run())
     assert status == 200
     parts = dict(part.strip().split(";", 1) for part in timing.split(","))
     assert set(parts) == {"queue", "infer", "window"}
     queue, infer = (float(parts[name].removeprefix("dur=")) for name in ("queue", "infer"))
-    assert queue >= 0 and infer > 0
+    # both in milliseconds, and both inside the wait the client saw
+    assert queue >= 0 and infer > 0 and queue + infer <= waited_ms
     assert parts["window"] == 'desc="15s"'  # the default short window held (no loop here)
