@@ -80,7 +80,10 @@ def test_a_scope_covers_the_same_or_less_and_names_each_kind_of_more() -> None:
     models["skills"]["text.generate"]["models"] = {"count": 2}
     both = Scope.of(GEO_MANIFEST)
     assert more_than(both, models).codes() == ["model"]
-    assert more_than(None, SPEECH).codes() == ["skill", "budget", "privacy"]
+    assert more_than(None, SPEECH).codes() == ["skill", "budget", "privacy", "purpose"]
+    purpose = changed(purpose={**SPEECH["purpose"], "summary": "Write any e-mail"})
+    assert more_than(allowed, purpose).codes() == ["purpose"]
+    assert more_than(allowed, purpose).held_purposes == (SPEECH["purpose"]["summary"],)
 
 
 def test_a_widened_scope_keeps_the_widest_of_both_and_survives_json() -> None:

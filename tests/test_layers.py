@@ -14,16 +14,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "byoa_skills"
 
 #: Each part of the package and its floor: a part imports only parts of its floor or below.
 FLOORS: dict[str, int] = {
-    "cli": 10, "commands": 10, "bench": 10,
-    "serve": 9,
-    "directlink": 8, "extension": 8, "byoag": 8,
+    "cli": 11, "commands": 11, "bench": 11,
+    "serve": 10,
+    "directlink": 9, "extension": 9, "byoag": 9,
+    "consent": 8,
     "wallet_shim": 7,
     "skills": 6, "recordings": 6,
     "pool": 5,
     "runtimes": 4,
     "models": 3,
     "protocol": 2, "wav": 2, "store": 2,
-    "demos": 10,  # beside the house: the other end of the wire (see DEMOS_MAY_IMPORT)
+    "demos": 11,  # beside the house: the other end of the wire (see DEMOS_MAY_IMPORT)
 }  # fmt: skip
 #: What the demos (the other end of the wire) may import of the engine.
 DEMOS_MAY_IMPORT = {"protocol", "demos"}
@@ -116,6 +117,26 @@ def test_no_circle_of_imports() -> None:
         if node not in state:
             visit(node, [node])
     assert circles == [], "\n".join(" -> ".join(circle) for circle in circles[:10])
+
+
+def test_every_way_in_asks_the_one_grant_decision() -> None:
+    """A site's request, a link, a link's return and a platform's registration reach a grant
+    only through ``consent/``: no way in makes one itself."""
+    edges = graph()
+    ways = ("byoa_skills.directlink", "byoa_skills.extension", "byoa_skills.byoag")
+    makers = {"byoa_skills.wallet_shim.consent_offer", "byoa_skills.wallet_shim.on_my_own",
+              "byoa_skills.wallet_shim.allow", "byoa_skills.wallet_shim.fit"}  # fmt: skip
+    direct = sorted(
+        f"{source} imports {target}"
+        for source, targets in edges.items()
+        if source.startswith(ways)
+        for target in targets & makers
+    )
+    assert direct == []
+    asking = {source for source, targets in edges.items()
+              if "byoa_skills.consent.decision" in targets}  # fmt: skip
+    assert {"byoa_skills.directlink.intake", "byoa_skills.directlink.client",
+            "byoa_skills.extension.requests", "byoa_skills.byoag.scope"} <= asking
 
 
 def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:

@@ -1,8 +1,11 @@
 """A paired platform's calls: only the skills in its registration's scope, through the shim.
 
 A registration becomes a grant for the platform's origin (its issuer) of exactly the skills in
-its scope: the grant an Allow gives (``wallet_shim/allow.py``), for at most a day at a time,
-with no budget to spend (its manifest states no cost; local models cost nothing):
+its scope, asked of the one grant decision (``consent/decision.py``) as an Allow the visitor
+gave when pairing: the site's live grant when it holds one (as the visitor narrowed it), else
+one made with the visitor's kept choices for that origin (limits, budget, expiry), for at most
+a day at a time, with no budget to spend (its manifest states no cost; local models cost
+nothing):
 the platform is in the site list under that origin (``sites pause|block`` work as for any
 site), and every call passes the shim's gate and limits. Before that, a skill outside the
 scope is refused with ``outside-registration-scope``, and a platform with no registration
@@ -15,10 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
+from byoa_skills.consent.decision import PLATFORM, Asking, GrantDecision
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult
 from byoa_skills.store.clock import now_ms
-from byoa_skills.wallet_shim.allow import ALLOW_GRANT_SECONDS, allow_grant
+from byoa_skills.store.origins import normalize_origin
+from byoa_skills.wallet_shim.consent import ALLOW
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.models_block import TEXT_SKILL
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -40,10 +45,15 @@ def registration_manifest(registration: Registration) -> dict[str, Any]:
 class RegistrationCalls:
     """Answers the calls of paired platforms within their registrations' scope."""
 
-    def __init__(self, shim: WalletShim, registrations: RegistrationStore | None = None) -> None:
+    def __init__(
+        self, shim: WalletShim, registrations: RegistrationStore | None = None,
+        decision: GrantDecision | None = None,
+    ) -> None:  # fmt: skip
         self.shim = shim
         self.registrations = registrations or RegistrationStore()
-        #: registration id -> (grant id, when that grant ends in milliseconds).
+        #: The one grant decision (shared with the other ways in).
+        self.decision = decision or GrantDecision(shim)
+        #: registration id -> (grant id, when it was asked for in milliseconds).
         self._grants: dict[str, tuple[str, int]] = {}
 
     async def call(
@@ -74,27 +84,32 @@ class RegistrationCalls:
             return self._refused(registration.issuer, skill, "no-fitting-model",
                                  "no text source answers with a model")  # fmt: skip
         try:
-            grant_id = self._grant_for(registration)
+            grant_id = await self._grant_for(registration)
         except GrantRefusal as refusal:
             return CallResult.refused(refusal.code, refusal.message)
         return await self.shim.call(grant_id, skill, skill_input, params, deadline, on_chunk)
 
-    def _grant_for(self, registration: Registration) -> str:
+    async def _grant_for(self, registration: Registration) -> str:
+        """The grant the platform's calls run under: the one it holds while it lives (and
+        not within a minute of its end), else the one grant decision's."""
         now = now_ms()
         held = self._grants.get(registration.registration_id)
-        if held is not None and self.shim.grants.get(held[0]) is not None and now < held[1]:
-            return held[0]
-        if held is not None:
-            self.shim.release_grant(held[0])
-        manifest = registration_manifest(registration)
-        summary = self.shim.create_grant(
-            registration.issuer, manifest, allow_grant(manifest, registration.scope, now)
+        live = self.shim.grants.get(held[0]) if held is not None else None
+        if live is not None and now < live.expires_ms - 60_000:
+            return live.id
+        if live is not None:
+            self.shim.release_grant(live.id)
+        try:
+            origin = normalize_origin(registration.issuer)
+        except ValueError:
+            raise GrantRefusal("origin-invalid", "the platform's origin is not valid") from None
+        decided = await self.decision.decide(
+            origin, registration_manifest(registration), Asking(PLATFORM, decided=ALLOW)
         )
-        self._grants[registration.registration_id] = (
-            summary["grantId"],
-            now + (ALLOW_GRANT_SECONDS - 60) * 1000,
-        )
-        return str(summary["grantId"])
+        if decided.grant is None:
+            raise GrantRefusal(str(decided.code), "the platform gets no grant")
+        self._grants[registration.registration_id] = (str(decided.grant["grantId"]), now)
+        return str(decided.grant["grantId"])
 
     def _refused(self, origin: str | None, skill: Any, code: str, message: str) -> CallResult:
         self.shim.record_activity(

@@ -20,6 +20,7 @@ import aiohttp
 from aiohttp import ClientRequest, ClientResponse, WSMsgType
 
 from byoa_skills import __version__
+from byoa_skills.consent.decision import RETURN, Asking, GrantDecision
 from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
 from byoa_skills.directlink.check import LinkCheck
 from byoa_skills.protocol.frames import (
@@ -42,11 +43,8 @@ from byoa_skills.protocol.pending import PENDING_MARGIN
 from byoa_skills.protocol.serving import SendChunk, serve_calls
 from byoa_skills.store.clock import now_ms
 from byoa_skills.store.link_pairings import PairingStore
-from byoa_skills.wallet_shim.consent_offer import make_offer, offer_grant
-from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.limits import DEFAULT_MAX_PARALLEL_CALLS
-from byoa_skills.wallet_shim.on_my_own import granted_part, remember_on_my_own
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.direct")
@@ -71,9 +69,8 @@ class LinkSession:
     origin: str
     decide_on_my_own: bool
     pairing: str | None = None
+    #: The site's grant (None: asked of the one grant decision when the link comes back).
     grant_id: str | None = None
-    #: The grant the visitor's Allow gives (None: made from what was kept, on coming back).
-    given: dict[str, Any] | None = None
     welcomed: asyncio.Event = field(default_factory=asyncio.Event)
     ended: str | None = None
     #: The wallet said bye because the grant ended (released, blocked, forgotten, expired).
@@ -87,16 +84,20 @@ def link_origin(check: LinkCheck) -> str:
     return f"{scheme}://{check.host}" + ("" if check.port == default else f":{check.port}")
 
 
-async def link_grant(shim: WalletShim, check: LinkCheck, origin: str) -> dict[str, Any]:
-    """The grant an Allow of a link gives with no consent (the wallet comes back to a site it
-    decides for on its own): the skills this engine serves now, with what the visitor chose
-    before (:func:`~byoa_skills.wallet_shim.consent_offer.offer_grant`); ``no-fitting-model``
-    (:class:`GrantRefusal`) when a required skill cannot be served."""
-    skills = granted_skills(check.manifest, await fitting_skills(shim.engine, check.manifest))
-    if skills is None:
-        raise GrantRefusal("no-fitting-model", "a skill the site requires cannot be served here")
-    offer = await make_offer(shim, origin, granted_part(check.manifest, skills), skills)
-    return offer_grant(offer, None)
+async def link_grant(
+    shim: WalletShim, check: LinkCheck, origin: str, decision: GrantDecision | None = None
+) -> dict[str, Any]:
+    """The grant of a link's return after a drop or a restart (the wallet comes back to a
+    site it decides for on its own), from the one grant decision with no consent: the site's
+    live grant, or one made with what the visitor chose before; :class:`GrantRefusal` with
+    the decision's code (``decide-on-my-own-off``, ``asks-for-more``, ``model-not-ticked``,
+    ``no-fitting-model``...) otherwise."""
+    decided = await (decision or GrantDecision(shim)).decide(
+        origin, check.manifest, Asking(RETURN)
+    )
+    if decided.grant is None:
+        raise GrantRefusal(str(decided.code), "the site gets no grant on its return")
+    return decided.grant
 
 
 async def _refuse_redirects(request: ClientRequest, handler: Any) -> ClientResponse:
@@ -117,8 +118,10 @@ class DirectLink:
         pairings: PairingStore | None = None,
         schedule: Sequence[float] = RECONNECT_SCHEDULE,
         dev_local: bool = False,
+        decision: GrantDecision | None = None,
     ) -> None:
         self.shim = shim
+        self.decision = decision
         self.session = session
         self.pairings = pairings or PairingStore(shim.sites.database)
         self.schedule = tuple(schedule)
@@ -129,15 +132,10 @@ class DirectLink:
         the reason it ended (``bye``, ``bad-session``, ``manifest-mismatch``, ...)."""
         session = self.session
         try:
-            if session.grant_id is None:
-                given = session.given or await link_grant(self.shim, session.check, session.origin)
-                summary = await self.shim.grant_when_warm(
-                    session.origin, session.check.manifest, given
-                )
+            if session.grant_id is None:  # a return: the one grant decision, no consent
+                summary = await link_grant(self.shim, session.check, session.origin,
+                                           self.decision)  # fmt: skip
                 session.grant_id = summary["grantId"]
-                if session.decide_on_my_own and session.pairing is None:
-                    await remember_on_my_own(self.shim, session.origin, session.check.manifest,
-                                             summary["skills"])  # fmt: skip
             attempt = 0
             while True:
                 reason = await self._connect_once()

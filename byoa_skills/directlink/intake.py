@@ -10,22 +10,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from byoa_skills.consent.decision import LINK, Asking, GrantDecision
 from byoa_skills.directlink.check import check_link
 from byoa_skills.directlink.client import RECONNECT_SCHEDULE, DirectLink, LinkSession, link_origin
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
-from byoa_skills.wallet_shim.consent import NO_ANSWER, ConsentAnswer, ConsentDesk
-from byoa_skills.wallet_shim.consent_offer import (
-    Offer,
-    keep_choices,
-    make_offer,
-    offer_check,
-    offer_grant,
-    offer_view,
-)
-from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
-from byoa_skills.wallet_shim.grants import GrantRefusal
-from byoa_skills.wallet_shim.on_my_own import asks_for_more, granted_part
+from byoa_skills.wallet_shim.consent import DECIDE_ON_MY_OWN, ConsentDesk
 from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
@@ -39,6 +29,18 @@ DECISIONS = ("allow", "decide-on-my-own", "decline")
 #: What ``connect`` sends when the visitor is to decide on the wallet page.
 ASK = "ask"
 UNREADABLE = "the wallet's store cannot be read; no site is served until it can"
+#: The words of a link's refusals by code (the others: "the site gets no grant").
+_MESSAGES = {
+    "site-unreadable": UNREADABLE,
+    "site-paused": "the visitor has paused this site",
+    "site-blocked": "the visitor has blocked this site",
+    "no-fitting-model": "a skill the site requires cannot be served here",
+    "model-not-ticked": "no model the visitor ticked can serve the site",
+    "declined": "the visitor declined",
+    "no-answer": "the visitor did not answer",
+    "too-many-consents": "the consent could not be shown",
+    "request-waiting": "a consent for this site is already waiting",
+}
 #: Seconds of the reconnection schedule, comma-separated, for tests and slow networks.
 SCHEDULE_ENV = "BYOA_WALLET_RECONNECT_SCHEDULE"
 
@@ -70,6 +72,7 @@ class LinkIntake:
         schedule: Sequence[float] | None = None,
         dev_local: bool | None = None,
         consents: ConsentDesk | None = None,
+        decision: GrantDecision | None = None,
     ) -> None:
         self.shim = shim
         self.pairings = pairings or PairingStore(shim.sites.database)
@@ -78,7 +81,10 @@ class LinkIntake:
         self.dev_local = dev_local_enabled() if dev_local is None else dev_local
         #: Where a link with the decision ``ask`` is shown to the visitor (the wallet page).
         self.consents = consents
+        #: The one grant decision (shared with the other ways in).
+        self.decision = decision or GrantDecision(shim, consents)
         self.sessions: dict[str, LinkSession] = {}
+        self._runners: dict[str, asyncio.Task[str]] = {}
         self._tasks: set[asyncio.Task[str]] = set()
         self._handling = 0
 
@@ -120,44 +126,19 @@ class LinkIntake:
                 )
             if state != "active":
                 return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
-            fit = await fitting_skills(self.shim.engine, check.manifest)
-            skills = granted_skills(check.manifest, fit)
-            if skills is None:  # a required skill no model here can serve: no consent
-                return self._refused(origin, "no-fitting-model",
-                                     "a skill the site requires cannot be served here")  # fmt: skip
-            try:
-                offer = await make_offer(
-                    self.shim, origin, granted_part(check.manifest, skills), skills
-                )
-            except (StoreError, sqlite3.Error, OSError) as error:
-                log.error("event=store-unreadable error=%r", str(error))
-                return self._refused(origin, "site-unreadable", UNREADABLE)
-            choices = None
-            if decision == ASK:
-                try:
-                    answer = await self._ask(origin, offer)
-                except (StoreError, sqlite3.Error, OSError) as error:
-                    log.error("event=store-unreadable error=%r", str(error))
-                    return self._refused(origin, "site-unreadable", UNREADABLE)
-                decision, choices = answer.decision, answer.choices
-                if decision == NO_ANSWER:
-                    return self._refused(origin, "no-answer", "the visitor did not answer")
-                if decision not in DECISIONS:  # the desk refused to ask (too many waiting)
-                    return self._refused(origin, decision, "the consent could not be shown")
             if decision == "decline":
                 return self._refused(origin, "declined", "the visitor declined")
-            try:
-                given = offer_grant(offer, choices)
-            except GrantRefusal as refusal:
-                return self._refused(origin, refusal.code, str(refusal))
-            await keep_choices(self.shim, origin, choices, given)
+            asking = Asking(LINK, may_ask=decision == ASK,
+                            decided=None if decision == ASK else decision)  # fmt: skip
+            decided = await self.decision.decide(origin, check.manifest, asking)
+            if decided.grant is None:
+                return self._refused(origin, str(decided.code), _MESSAGES.get(
+                    str(decided.code), "the site gets no grant"))  # fmt: skip
+            self._hand_over(origin, str(decided.grant["grantId"]))
             session = LinkSession(
-                link,
-                check,
-                origin,
-                decide_on_my_own=decision == "decide-on-my-own",
-                given=given,
-            )
+                link, check, origin, decide_on_my_own=decided.decision == DECIDE_ON_MY_OWN,
+                grant_id=str(decided.grant["grantId"]),
+            )  # fmt: skip
             self._start(session)
             try:
                 await asyncio.wait_for(session.welcomed.wait(), WELCOME_WAIT_SECONDS)
@@ -170,23 +151,15 @@ class LinkIntake:
                     "message": "the site did not take the connection"}  # fmt: skip
         return {"ok": True, "origin": origin, "state": "connected", "grantId": session.grant_id}
 
-    async def _ask(self, origin: str, offer: Offer) -> ConsentAnswer:
-        """The visitor's answer to a link: at once "decide on my own" for a site they let the
-        wallet decide for that asks for no more than it was allowed; else the wallet page's
-        consent, showing only what the site does not already hold (a decline when no page can
-        ask). Raises the store's errors when what the site holds cannot be read."""
-        entry = await asyncio.to_thread(self.shim.sites.get, origin)
-        on_my_own = entry is not None and entry.decide_on_my_own
-        more = await asyncio.to_thread(
-            asks_for_more, self.shim, origin, offer.manifest, on_my_own=on_my_own
-        )
-        if on_my_own and not more:
-            return ConsentAnswer("decide-on-my-own")
-        if self.consents is None:
-            return ConsentAnswer("decline")
-        return await self.consents.decide(
-            "link", origin, offer_view(offer, more), offer_check(offer, more)
-        )
+    def _hand_over(self, origin: str, grant_id: str) -> None:
+        """The site's earlier link, when it holds the same grant, is left (its connection
+        closed) without ending the grant: the new link takes it over."""
+        earlier = self.sessions.get(origin)
+        task = self._runners.get(origin)
+        if earlier is None or task is None or task.done() or earlier.grant_id != grant_id:
+            return
+        earlier.grant_id = None  # the grant is the new link's now: leaving must not end it
+        task.cancel()
 
     def resume_pairings(self) -> int:
         """Come back to every site kept with "decide on my own"; how many (none while the
@@ -204,9 +177,13 @@ class LinkIntake:
                 continue
             try:
                 state = self.shim.sites.state(origin)
+                entry = self.shim.sites.get(origin)
             except StoreError as error:
                 log.error("event=pairings-unreadable code=%s error=%r", error.code, str(error))
                 return count
+            if entry is None or not entry.decide_on_my_own:  # turned off: no return
+                self.pairings.drop(origin)
+                continue
             if state != "active":
                 continue
             session = LinkSession(
@@ -224,10 +201,11 @@ class LinkIntake:
 
     def _start(self, session: LinkSession) -> None:
         runner = DirectLink(self.shim, session, pairings=self.pairings, schedule=self.schedule,
-                            dev_local=self.dev_local)  # fmt: skip
+                            dev_local=self.dev_local, decision=self.decision)  # fmt: skip
         task = asyncio.create_task(runner.run(), name=f"link-{session.origin}")
         self._tasks.add(task)
         self.sessions[session.origin] = session
+        self._runners[session.origin] = task
         task.add_done_callback(self._tasks.discard)
 
     def _refused(self, origin: str | None, code: str, message: str) -> dict[str, Any]:

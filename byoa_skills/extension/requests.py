@@ -10,32 +10,15 @@ same null for the page; its reason goes to the activity log.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import sqlite3
 from typing import Any
 
+from byoa_skills.consent.decision import REQUEST, Asking, GrantDecision
 from byoa_skills.protocol.refusal import Refusal
-from byoa_skills.store.database import StoreError
 from byoa_skills.store.origins import normalize_origin
-from byoa_skills.wallet_shim.consent import (
-    ALLOW,
-    DECIDE_ON_MY_OWN,
-    ChoiceCheck,
-    ConsentAnswer,
-    ConsentDesk,
-)
-from byoa_skills.wallet_shim.consent_offer import (
-    keep_choices,
-    make_offer,
-    offer_check,
-    offer_grant,
-    offer_view,
-)
-from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
-from byoa_skills.wallet_shim.grants import Grant, GrantRefusal
-from byoa_skills.wallet_shim.on_my_own import asks_for_more, granted_part, remember_on_my_own
+from byoa_skills.wallet_shim.consent import ConsentDesk
+from byoa_skills.wallet_shim.grants import Grant
 from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
@@ -43,8 +26,6 @@ log = logging.getLogger("byoa_skills.extension")
 
 #: The largest manifest a page may send, as UTF-8 JSON: what a link may carry.
 MAX_MANIFEST_BYTES = 4096
-#: Requests waiting for the visitor at once, across all sites; one more gets null.
-MAX_WAITING = 8
 #: The hosts a plain ``http`` page may ask from (the extension runs there for tests).
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
 #: What the page gets for every "no" of a call.
@@ -65,11 +46,15 @@ class PageRequests:
     """``request``, ``call`` and ``release`` of pages, through the same sites, consents,
     grants and limits as every other way in."""
 
-    def __init__(self, shim: WalletShim, consents: ConsentDesk | None) -> None:
+    def __init__(
+        self, shim: WalletShim, consents: ConsentDesk | None,
+        decision: GrantDecision | None = None,
+    ) -> None:  # fmt: skip
         self.shim = shim
         #: Where a request is shown to the visitor (the wallet page); None: every one is null.
         self.consents = consents
-        self._waiting: set[str] = set()
+        #: The one grant decision (shared with the other ways in).
+        self.decision = decision or GrantDecision(shim, consents)
 
     async def request(
         self, origin: Any, manifest: Any, user_activation: Any
@@ -121,70 +106,23 @@ class PageRequests:
         return grant is not None and self.shim.release_grant(grant.id)
 
     async def _request(self, origin: str, manifest: Any, clicked: bool) -> dict[str, Any]:
+        """The one grant decision's answer for a page (see
+        :class:`~byoa_skills.consent.decision.GrantDecision`), translated: its grant, or
+        :class:`Refused` with its code."""
         if not isinstance(manifest, dict):
             raise Refused("manifest-invalid")
         if len(json.dumps(manifest, ensure_ascii=False).encode("utf-8")) > MAX_MANIFEST_BYTES:
             raise Refused("manifest-too-large")
-        problems = manifest_problems(manifest)
-        if problems:  # nothing is shown of a manifest that breaks the rules
-            codes = sorted({str(problem["code"]) for problem in problems})
+        if manifest_problems(manifest):  # nothing is shown of a manifest that breaks the rules
+            codes = sorted({str(problem["code"]) for problem in manifest_problems(manifest)})
             raise Refused(codes[0] if codes == ["limit-invalid"] else "manifest-invalid", codes)
-        try:
-            state = self.shim.sites.state(origin)
-            entry = await asyncio.to_thread(self.shim.sites.get, origin)
-        except (StoreError, sqlite3.Error, OSError) as error:  # fail closed
-            log.error("event=store-unreadable error=%r", str(error))
-            raise Refused("site-unreadable") from None
-        if state != "active":
-            raise Refused(f"site-{state}")
-        on_my_own = entry is not None and entry.decide_on_my_own
-        if not clicked and not on_my_own:
-            raise Refused("no-click")
         if not self.shim.engine.ready:
             raise Refused("engine-not-ready")
         self.shim.engine.wake()  # the workers warm while the visitor decides
-        fit = await fitting_skills(self.shim.engine, manifest)
-        skills = granted_skills(manifest, fit)
-        if skills is None:
-            raise Refused("no-fitting-model")
-        asked = granted_part(manifest, skills)
-        try:
-            more = await asyncio.to_thread(asks_for_more, self.shim, origin, asked,
-                                           on_my_own=on_my_own)  # fmt: skip
-            offer = await make_offer(self.shim, origin, asked, skills)
-        except (StoreError, sqlite3.Error, OSError) as error:
-            log.error("event=store-unreadable error=%r", str(error))
-            raise Refused("site-unreadable") from None
-        decision, choices = ALLOW, None
-        if more:
-            if not clicked:  # more than it holds is a new consent, and that needs a click
-                raise Refused("asks-for-more", more.codes())
-            answer = await self._ask(origin, offer_view(offer, more), offer_check(offer, more))
-            decision, choices = answer.decision, answer.choices
-            if decision not in (ALLOW, DECIDE_ON_MY_OWN):
-                raise Refused("declined" if decision == "decline" else decision)
-        try:
-            given = offer_grant(offer, choices)
-            grant = await self.shim.grant_when_warm(origin, manifest, given)
-        except GrantRefusal as refusal:
-            raise Refused(refusal.code) from None
-        await keep_choices(self.shim, origin, choices, given)
-        if decision == DECIDE_ON_MY_OWN:  # kept only now that the grant is made
-            await remember_on_my_own(self.shim, origin, manifest, grant["skills"])
-        return grant
-
-    async def _ask(self, origin: str, view: dict[str, Any], check: ChoiceCheck) -> ConsentAnswer:
-        """The visitor's answer on the wallet page: one consent per site at a time, at most
-        :data:`MAX_WAITING` in all."""
-        if self.consents is None:
-            raise Refused("no-wallet-page")
-        if origin in self._waiting or len(self._waiting) >= MAX_WAITING:
-            raise Refused("request-waiting")
-        self._waiting.add(origin)
-        try:
-            return await self.consents.decide("request", origin, view, check)
-        finally:
-            self._waiting.discard(origin)
+        decided = await self.decision.decide(origin, manifest, Asking(REQUEST, may_ask=clicked))
+        if decided.grant is None:
+            raise Refused(str(decided.code), decided.details)
+        return decided.grant
 
     def _own_grant(self, origin: Any, grant_id: Any) -> Grant | None:
         grant = self.shim.grants.get(grant_id)

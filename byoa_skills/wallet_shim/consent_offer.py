@@ -4,8 +4,10 @@ the consent's view of it, the check of the visitor's choices, and the grant they
 
 Without a consent (nothing more than the site holds, or ``connect --decision allow``), the
 grant takes what the visitor chose before for the site: the models ticked (or those of its
-live grant), then the limits, budget and expiry kept; with no ticks kept, the fallback ticks of
-:func:`~byoa_skills.wallet_shim.models_block.fallback_ticks`.
+live grant), then the limits, budget and expiry kept. A kept tick no longer offered is never
+replaced by others without a consent (:class:`ModelsNotTicked`); only a terminal's allow of a
+site that never had a tick takes the fallback ticks of
+:func:`~byoa_skills.wallet_shim.models_block.fallback_ticks` (and keeps them).
 """
 
 from __future__ import annotations
@@ -146,39 +148,68 @@ def offer_check(offer: Offer, more: More) -> ChoiceCheck:
     return check
 
 
-def offer_grant(offer: Offer, choices: VisitorChoices | None) -> dict[str, Any]:
+class ModelsNotTicked(Exception):
+    """No model the visitor ticked can serve the grant: the ticks kept for the site are no
+    longer all offered (or no longer meet the block), or none were ever ticked. Only a
+    consent where the visitor ticks again gives the text skill."""
+
+
+def ticks_gone(offer: Offer, *, decided: bool = False) -> bool:
+    """Whether a grant made without a consent would need models the visitor did not tick
+    (:class:`ModelsNotTicked`); ``decided``: the visitor allowed from a terminal, where the
+    fallback ticks stand for a first grant with nothing ticked before."""
+    try:
+        _models_for(offer, None, decided=decided)
+    except ModelsNotTicked:
+        return True
+    except GrantRefusal:
+        return False
+    return False
+
+
+def offer_grant(
+    offer: Offer, choices: VisitorChoices | None, *, decided: bool = False
+) -> dict[str, Any]:
     """The grant an Allow gives: ``choices`` from a consent, else what was kept for the site
     (a consent where no model was ticked, as a block that needs none allows, gives no
-    ``text.generate``). ``no-fitting-model`` (:class:`GrantRefusal`) when a text skill's
-    block cannot be met by the models on offer."""
+    ``text.generate``). The models are only ones the visitor ticked: :class:`ModelsNotTicked`
+    when a kept tick is no longer offered (never replaced by others without a consent);
+    ``decided`` (a terminal's allow) lets the fallback ticks stand where nothing was ever
+    ticked. ``no-fitting-model`` (:class:`GrantRefusal`) when those cannot meet the block."""
     chosen = choices if choices is not None else offer.kept
     skills = offer.skills
     if choices is not None and choices.models == () and offer.block is not None:
         skills = [name for name in skills if name != TEXT_SKILL]  # no model ticked: no text
         offer = replace(offer, skills=skills, block=None)
-    if (
-        choices is None
-        and chosen.budget is not None
-        and chosen.budget.split()[-1] != offer.currency
-    ):
+    if chosen.budget is not None and chosen.budget.split()[-1] != offer.currency:
         chosen = replace(chosen, budget=None)
     return allow_grant(
-        offer.manifest, offer.skills, choices=chosen, models=_models_for(offer, choices)
-    )
+        offer.manifest, offer.skills, choices=chosen,
+        models=_models_for(offer, choices, decided=decided),
+    )  # fmt: skip
 
 
-def _models_for(offer: Offer, choices: VisitorChoices | None) -> dict[str, str] | None:
+def _models_for(
+    offer: Offer, choices: VisitorChoices | None, *, decided: bool = False
+) -> dict[str, str] | None:
     block = offer.block
     if block is None:
         return None
     if choices is not None and choices.models is not None:
-        return model_codes(ticked_models(block, offer.models, choices.models))
+        try:
+            return model_codes(ticked_models(block, offer.models, choices.models))
+        except ChoiceRefusal:
+            raise ModelsNotTicked from None
     if offer.held_models:
         return offer.held_models
-    by_ref = {model.ref: model for model in offer.models}
-    kept = [by_ref[ref] for ref in offer.kept.models or () if ref in by_ref]
-    if kept and not tick_problems(block, kept):
-        return model_codes(kept)
+    if offer.kept.models is not None:
+        by_ref = {model.ref: model for model in offer.models}
+        kept = [by_ref[ref] for ref in offer.kept.models if ref in by_ref]
+        if len(kept) == len(offer.kept.models) and kept and not tick_problems(block, kept):
+            return model_codes(kept)
+        raise ModelsNotTicked
+    if not decided:
+        raise ModelsNotTicked
     chosen = fallback_ticks(block, offer.models, offer.default)
     if tick_problems(block, chosen) or not chosen:
         raise GrantRefusal("no-fitting-model", "the text sources offer no models that fit")
@@ -188,11 +219,19 @@ def _models_for(offer: Offer, choices: VisitorChoices | None) -> dict[str, str] 
 async def keep_choices(
     shim: WalletShim, origin: str, choices: VisitorChoices | None, grant: dict[str, Any]
 ) -> bool:
-    """Keep what the visitor chose at a consent (``choices``; None: no consent, nothing new)
-    for the site's next grant, the models as the grant just made names them
-    (``SOURCE/MODEL``); False (logged) when the store cannot keep them."""
+    """Keep what the visitor chose at a consent (``choices``; None: no consent, nothing new
+    but the models of a first grant with none ticked before) for the site's next grant, the
+    models as the grant just made names them (``SOURCE/MODEL``); False (logged) when the
+    store cannot keep them."""
     if choices is None:
-        return True
+        kept = await asyncio.to_thread(KeptChoices(shim.sites.database).get, origin)
+        kept = kept if isinstance(kept, dict) else {"limits": {}}
+        if not grant.get("models") or kept.get("models") is not None:
+            return True
+        try:
+            choices = read_choices({**kept, "models": []})
+        except ChoiceRefusal:
+            return True
     document = choices.to_json()
     if grant.get("models"):
         document["models"] = list(grant["models"].values())

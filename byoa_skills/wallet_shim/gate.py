@@ -204,9 +204,9 @@ def _shim_reasons(grant: Grant, call: Measured) -> list[dict[str, Any]]:
     model = call.params.get("model")
     if model is not None and model not in grant.models:
         block("model-not-granted", f"model {str(model)[:20]!r} is not one the visitor ticked")
-    elif model is None and grant.models and call.uses_models:
-        block(
+    elif model is None and call.uses_models and (grant.models or grant.has_models_block):
+        block(  # under a models block, never the visitor's default model
             "model-not-granted",
-            "the call names no model; the grant lists " + ", ".join(grant.models),
+            "the call names no model; the grant lists " + (", ".join(grant.models) or "none"),
         )
     return reasons

@@ -11,6 +11,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from byoa_skills.store.clock import rfc3339
+from byoa_skills.wallet_shim.models_block import TEXT_SKILL, read_block
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices, choice_problems
 
 if TYPE_CHECKING:
@@ -31,6 +32,11 @@ def changed_grant(grant: Grant, choices: VisitorChoices, now_ms: int) -> dict[st
              "message": f"{code[:20]!r} is not a model code of this grant"}
             for index, code in enumerate(choices.models) if code not in grant.models
         ]  # fmt: skip
+        required = _required(grant)
+        if len(set(choices.models)) < required:
+            problems.append({"code": "too-few-models", "path": "/models",
+                             "message": f"the site needs at least {required} model(s) "
+                                        "ticked; release the grant to end it"})  # fmt: skip
     if problems:
         raise ChoiceRefusal(problems)
     given = copy.deepcopy(grant.given)
@@ -56,14 +62,26 @@ def changed_grant(grant: Grant, choices: VisitorChoices, now_ms: int) -> dict[st
     return given
 
 
-def kept_choices(grant: Grant) -> dict[str, Any]:
+def _required(grant: Grant) -> int:
+    """How many ticked models the grant's text skill requires (0 when it has none)."""
+    if TEXT_SKILL not in grant.skills or not grant.models:
+        return 0
+    block = read_block(grant.manifest)
+    return 0 if block is None else block.required
+
+
+def kept_choices(grant: Grant, before: Any = None) -> dict[str, Any]:
     """What is kept for the site once the visitor changed ``grant`` (the document of
     :class:`~byoa_skills.store.visitor_choices.KeptChoices`): its limits, models and budget,
-    for the site's next grant made without a consent."""
+    and the expiry kept ``before`` (the document it replaces), for the site's next grant
+    made without a consent."""
     document: dict[str, Any] = {"limits": dict(grant.given.get("limits") or {})}
     if grant.models:
         document["models"] = list(grant.models.values())
     budget = grant.given.get("budget", {}).get("perSession")
     if isinstance(budget, str):
         document["budget"] = budget
+    minutes = before.get("expiresInMinutes") if isinstance(before, dict) else None
+    if isinstance(minutes, (int, float)) and not isinstance(minutes, bool):
+        document["expiresInMinutes"] = minutes  # the visitor's expiry holds
     return document

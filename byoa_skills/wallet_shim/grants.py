@@ -91,6 +91,16 @@ class Grant:
         return list(self.reference["skills"])
 
     @property
+    def has_models_block(self) -> bool:
+        """Whether the manifest gives a granted skill a ``models`` block: then a call names
+        one of the models the visitor ticked, never the default model."""
+        skills = self.manifest.get("skills")
+        return isinstance(skills, dict) and any(
+            isinstance(skills.get(name), dict) and skills[name].get("models") is not None
+            for name in self.skills
+        )
+
+    @property
     def expires_at(self) -> str:
         """When the grant ends (RFC 3339)."""
         return str(self.reference["expiresAt"])
@@ -283,6 +293,19 @@ class GrantStore:
             created_ms=grant.created_ms, expires_ms=grant.expires_ms,
         )  # fmt: skip
         self.database.submit(lambda db: insert_grant(db, row))
+
+    def replace(self, grant: Grant) -> None:
+        """Keep ``grant`` again as a whole (its manifest and terms changed, its id and running
+        record the same): written over the kept row, record included."""
+        if grant.id not in self._grants:
+            return
+        self.add(grant)
+        self.save_record(grant)
+
+    def newest_of(self, origin: str) -> Grant | None:
+        """The site's newest live grant, or None."""
+        held = self.of_origin(origin)
+        return max(held, key=lambda grant: grant.created_ms) if held else None
 
     def update(self, grant: Grant) -> None:
         """Queue what the visitor changed of a live grant (given, limits, expiry)."""

@@ -62,6 +62,8 @@ def difference_view(origin: str, manifest: dict[str, Any], more: More) -> dict[s
     entries = manifest.get("skills") if isinstance(manifest.get("skills"), dict) else {}
     view["alreadyAllowed"] = sorted(shown(str(name)) for name in entries if name not in asked)
     view["more"] = more.codes()
+    if more.purpose is not None and not more.first:  # the new purpose beside the old
+        view["previousPurposes"] = [shown(text) for text in more.held_purposes]
     return view
 
 

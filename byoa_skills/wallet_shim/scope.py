@@ -1,6 +1,6 @@
-"""What a manifest asks for, as a scope that can be compared and widened: the skills (with
-their languages and models blocks), the purpose's limits, the budget per session and the
-privacy class.
+"""What a manifest asks for, as a scope that can be compared and widened: the purpose's
+summary, the skills (with their languages and models blocks), the purpose's limits, the
+budget per session and the privacy class.
 
 "Decide on my own" lets a site come back for what the visitor already allowed, never for
 more: :func:`more_than` says what a manifest asks for beyond a scope, and
@@ -38,6 +38,8 @@ class Scope:
     budgets: dict[str, Decimal] = field(default_factory=dict)
     #: The privacy classes allowed.
     privacy: frozenset[str] = frozenset()
+    #: The purposes (``purpose.summary``, as written) allowed: another one is more.
+    purposes: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, manifest: dict[str, Any]) -> Scope:
@@ -57,6 +59,7 @@ class Scope:
             limits=limits,
             budgets={budget[1]: budget[0]},
             privacy=frozenset({str(manifest.get("privacy", ""))}),
+            purposes=frozenset({_summary(manifest)}),
         )
 
     def widened(self, other: Scope) -> Scope:
@@ -80,7 +83,8 @@ class Scope:
         budgets = dict(self.budgets)
         for currency, amount in other.budgets.items():
             budgets[currency] = max(budgets.get(currency, amount), amount)
-        return Scope(skills, models, limits, budgets, self.privacy | other.privacy)
+        return Scope(skills, models, limits, budgets, self.privacy | other.privacy,
+                     self.purposes | other.purposes)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """The scope as the database keeps it."""
@@ -93,11 +97,13 @@ class Scope:
             "limits": dict(sorted(self.limits.items())),
             "budgets": {currency: str(amount) for currency, amount in self.budgets.items()},
             "privacy": sorted(self.privacy),
+            "purposes": sorted(self.purposes),
         }
 
     @classmethod
     def from_json(cls, data: Any) -> Scope | None:
-        """A scope :meth:`to_json` wrote; None for anything else (nothing is then allowed)."""
+        """A scope :meth:`to_json` wrote; None for anything else (nothing is then allowed). A
+        scope kept before purposes were kept allows no purpose: the next one is a consent."""
         try:
             skills = {
                 str(name): None if langs is None else frozenset(str(code) for code in langs)
@@ -107,11 +113,12 @@ class Scope:
             limits = {str(name): float(value) for name, value in data["limits"].items()}
             budgets = {str(c): Decimal(str(v)) for c, v in data["budgets"].items()}
             privacy = frozenset(str(p) for p in data["privacy"])
+            purposes = frozenset(str(p) for p in data.get("purposes", ()))
         except (KeyError, TypeError, AttributeError, ValueError, InvalidOperation):
             return None
         if not all(value == value and abs(value) != float("inf") for value in limits.values()):
             return None
-        return cls(skills, models, limits, budgets, privacy)
+        return cls(skills, models, limits, budgets, privacy, purposes)
 
 
 @dataclass(frozen=True)
@@ -132,18 +139,23 @@ class More:
     privacy: str | None = None
     #: Whether nothing was allowed before: then the whole manifest is new.
     first: bool = False
+    #: The purpose's summary, when it is not one allowed.
+    purpose: str | None = None
+    #: The purposes allowed before (shown beside a new one).
+    held_purposes: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(
             self.skills or self.languages or self.models or self.limits
-            or self.budget is not None or self.privacy is not None
+            or self.budget is not None or self.privacy is not None or self.purpose is not None
         )  # fmt: skip
 
     def codes(self) -> list[str]:
         """What is more, one word each (for the activity log): ``skill``, ``language``,
-        ``model``, ``limit``, ``budget``, ``privacy``."""
+        ``model``, ``limit``, ``budget``, ``privacy``, ``purpose``."""
         parts = {"skill": self.skills, "language": self.languages, "model": self.models,
-                 "limit": self.limits, "budget": self.budget, "privacy": self.privacy}  # fmt: skip
+                 "limit": self.limits, "budget": self.budget, "privacy": self.privacy,
+                 "purpose": self.purpose}  # fmt: skip
         return [word for word, value in parts.items() if value]
 
 
@@ -192,10 +204,12 @@ def more_than(scope: Scope | None, manifest: dict[str, Any]) -> More:
     if currency not in scope.budgets or amount > scope.budgets[currency]:
         budget = _money_text(manifest)
     (privacy,) = asked.privacy
+    (purpose,) = asked.purposes
     return More(
         skills=tuple(sorted(skills)), languages=languages, models=tuple(sorted(models)),
         limits=limits, budget=budget, privacy=None if privacy in scope.privacy else privacy,
-        first=first,
+        first=first, purpose=None if purpose in scope.purposes else purpose,
+        held_purposes=tuple(sorted(scope.purposes)),
     )  # fmt: skip
 
 
@@ -235,6 +249,12 @@ def difference_manifest(manifest: dict[str, Any], more: More) -> dict[str, Any]:
 def _skills(manifest: dict[str, Any]) -> dict[str, Any]:
     skills = manifest.get("skills")
     return skills if isinstance(skills, dict) else {}
+
+
+def _summary(manifest: dict[str, Any]) -> str:
+    purpose = manifest.get("purpose")
+    summary = purpose.get("summary") if isinstance(purpose, dict) else None
+    return summary if isinstance(summary, str) else ""
 
 
 def _languages(entry: Any) -> Languages:

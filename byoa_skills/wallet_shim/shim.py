@@ -107,6 +107,24 @@ class WalletShim:
         await self.engine.warm_up(summary["skills"])
         return summary
 
+    def succeed_grant(self, grant_id: str, manifest: Any, grant: Any) -> dict[str, Any]:
+        """Give the live grant ``grant_id`` the terms of a new consent (``manifest`` and the
+        ``grant`` the visitor gave): the same id, and its running record (spend, call times,
+        calls in flight) goes on, so that asking again never starts the counts afresh. Its
+        summary as it now is, or :class:`GrantRefusal` (``unknown-grant``, or the checks of
+        :func:`build_grant`), changing nothing. Told to whoever watches the grants."""
+        live = self.grants.get(grant_id)
+        if live is None:
+            raise GrantRefusal("unknown-grant", "no live grant has this id")
+        built = build_grant(live.origin, manifest, grant, self._clock(), live.id)
+        live.manifest = built.manifest
+        live.take_terms_of(built)
+        self.grants.replace(live)
+        self.record_activity(kind="grant", origin=live.origin, grant=live.id, outcome="ok",
+                             skills=live.skills)  # fmt: skip
+        self._tell_grant(live)
+        return live.summary()
+
     def release_grant(self, grant_id: str) -> bool:
         """Forget a grant; calls already running finish. False when it was not live. Whoever
         watches the grants hears that it ended."""
@@ -137,7 +155,11 @@ class WalletShim:
             ) from None
         grant.take_terms_of(rebuilt)
         self.grants.update(grant)
-        KeptChoices(self.sites.database).keep(grant.origin, kept_choices(grant))
+        kept = KeptChoices(self.sites.database)
+        before = kept.get(grant.origin)
+        if choices.expires_in_minutes is not None:
+            before = {"expiresInMinutes": choices.expires_in_minutes}
+        kept.keep(grant.origin, kept_choices(grant, before))
         self.record_activity(kind="change", origin=grant.origin, grant=grant.id, outcome="ok",
                              limits=grant.summary()["limits"],
                              models=sorted(grant.models) or None)  # fmt: skip

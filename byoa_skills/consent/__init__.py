@@ -1,0 +1,3 @@
+"""The one grant decision every way in asks (a page's request, a link, a link's return after
+a restart, a paired platform's registration), and the one owner of the visitor's changes to a
+site (pause, resume, block, forget, limits, "decide on my own")."""
