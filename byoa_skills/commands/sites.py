@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
+from typing import Any
 
+import aiohttp
+
+from byoa_skills.commands.serve import DEFAULT_PORT, api_token
 from byoa_skills.commands.site_limits import add_limits_parser
+from byoa_skills.serve.token import TOKEN_ENV
 from byoa_skills.store.sites import SiteEntry, SiteListError, SiteStore, normalize_origin
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
@@ -41,12 +47,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for name, text in helps.items():
         action = actions.add_parser(name, help=text)
         action.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
+        _engine_options(action)
     own = actions.add_parser(
         "decide-on-my-own",
         help="let the wallet come back to a site after a drop without asking (on), or not (off)",
     )
     own.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
     own.add_argument("setting", choices=("on", "off"))
+    _engine_options(own)
     add_limits_parser(actions)
     sites.set_defaults(run=run)
 
@@ -59,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
             _print_list(store.list(), args.json)
             return EXIT_OK
         origin = normalize_origin(args.origin)
+        told = _through_engine(args, origin)
+        if told is not None:  # the running engine changed it, and told the site
+            return _said(args, origin, told)
         if args.sites_command == "decide-on-my-own":
             if store.set_decide_on_my_own(origin, args.setting == "on"):
                 print(f"decide on my own: {args.setting} for {origin}")
@@ -74,6 +85,60 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, SiteListError, OSError) as error:
         print(f"byoa-skills: {error}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _engine_options(action: argparse.ArgumentParser) -> None:
+    action.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help="the running engine's port (none answers: the store)")  # fmt: skip
+    action.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
+
+
+def _through_engine(args: argparse.Namespace, origin: str) -> dict[str, Any] | None:
+    """The running engine's answer to the change (it releases or narrows the site's grants
+    and tells the site), or None when no engine answers on the port (then the store is
+    written here, and the engine reads it when it starts)."""
+    body: dict[str, Any] = {"action": args.sites_command, "origin": origin}
+    if args.sites_command == "decide-on-my-own":
+        body["setting"] = args.setting == "on"
+    return asyncio.run(_post(args.port, args, body))
+
+
+async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> Any:
+    url = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        try:
+            async with session.get(f"{url}/health"):
+                pass
+        except aiohttp.ClientError:
+            return None
+        headers = {"Authorization": f"Bearer {api_token(args.token)}"}
+        try:
+            async with session.post(f"{url}/v1/sites/change", json=body,
+                                    headers=headers) as response:  # fmt: skip
+                return await response.json(content_type=None)
+        except (aiohttp.ClientError, ValueError):
+            return {"ok": False, "code": "no-answer", "message": "the engine did not answer"}
+
+
+def _said(args: argparse.Namespace, origin: str, answer: dict[str, Any]) -> int:
+    """Print what the engine did; the exit status."""
+    if not answer.get("ok"):
+        print(f"byoa-skills: refused: {answer.get('code')}: {answer.get('message')}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    if args.sites_command == "decide-on-my-own":
+        done, nothing = f"decide on my own: {args.setting} for {origin}", (
+            f"decide on my own is already {args.setting} for {origin}")  # fmt: skip
+    else:
+        verb, already = _CHANGES[args.sites_command]
+        done, nothing = f"{verb} {origin}", f"{origin} {already}"
+    if answer.get("pending"):
+        print(f"byoa-skills: in force, not yet written: {answer.get('message')}", file=sys.stderr)
+    if answer.get("changed"):
+        print(done)
+        return EXIT_OK
+    print(nothing, file=sys.stderr)
+    return EXIT_NOTHING
 
 
 def _print_list(entries: list[SiteEntry], as_json: bool) -> None:

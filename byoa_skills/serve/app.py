@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.consent.site_changes import SITE_ACTIONS, SiteChanges
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.protocol.codes import GATE_STATUS, status_of
@@ -47,6 +48,7 @@ from byoa_skills.serve.wallet.routes import (
     page_refusal,
 )
 from byoa_skills.skills import CallResult, SkillEngine, http_status
+from byoa_skills.store.database import StoreError
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, read_choices
@@ -112,6 +114,7 @@ def build_app(
     app.router.add_get("/v1/grants/{grant_id}", _show_grant)
     app.router.add_delete("/v1/grants/{grant_id}", _release_grant)
     app.router.add_post("/v1/sites/limits", _set_site_limits)
+    app.router.add_post("/v1/sites/change", _change_site)
     app.router.add_post("/v1/skills/{skill}", _call_over_http)
     app.router.add_get("/v1/ws", _websocket)
     app.router.add_get("/openapi.json", openapi_handler)
@@ -228,9 +231,9 @@ async def _set_site_limits(request: web.Request) -> web.Response:
     body = await json_body(request)
     if isinstance(body, web.Response):
         return body
-    shim = request.app[SHIM_KEY]
+    changes = SiteChanges(request.app[SHIM_KEY])
     try:
-        summaries = shim.change_site(body.get("origin"), read_choices(body.get("choices")))
+        summaries = changes.limits(body.get("origin"), read_choices(body.get("choices")))
     except ChoiceRefusal as refused:
         return choice_refusal(refused)
     except GrantRefusal as refused:
@@ -239,6 +242,28 @@ async def _set_site_limits(request: web.Request) -> web.Response:
     if not summaries:
         return refusal(404, "no-live-grant", "the site holds no live grant")
     return web.json_response({"ok": True, "grants": summaries})
+
+
+async def _change_site(request: web.Request) -> web.Response:
+    """A change of a site from the terminal (``{action, origin, setting?}``: pause, resume,
+    block, forget, decide-on-my-own with ``setting`` true or false), through the one owner
+    the wallet page uses: in force at once, told to the site, written to the store."""
+    body = await json_body(request)
+    if isinstance(body, web.Response):
+        return body
+    action, origin = body.get("action"), body.get("origin")
+    if action not in SITE_ACTIONS or action == "judge" or not isinstance(origin, str):
+        return _refused("bad-request", "action must be pause, resume, block, forget or "
+                                       "decide-on-my-own, with an origin")  # fmt: skip
+    try:
+        done = await SiteChanges(request.app[SHIM_KEY]).change(
+            action, origin, body.get("setting") is True
+        )
+    except ValueError as error:
+        return _refused("origin-invalid", str(error)[:200])
+    except StoreError as error:
+        return _refused(error.code, str(error)[:200])
+    return web.json_response(done.to_json())
 
 
 async def _call_over_http(request: web.Request) -> web.Response:

@@ -245,6 +245,22 @@ def grant_paths() -> dict[str, Schema]:
                 "responses": {"200": _json(OK, "released"), **unknown, **_GUARDED},
             },
         },
+        "/v1/sites/change": {"post": {
+            "summary": "Pause, resume, block or forget a site, or set its \"decide on my own\" "
+                       "(docs/consent.md): in force at once, told to the site, written",
+            "security": _SECURED,
+            "requestBody": _body({"type": "object", "required": ["action", "origin"],
+                                  "properties": {
+                "action": {"type": "string", "enum": ["pause", "resume", "block", "forget",
+                                                      "decide-on-my-own"]},
+                "origin": {"type": "string"}, "setting": {"type": "boolean"}}}),
+            "responses": {
+                "200": _json({"type": "object", "required": ["ok", "changed"]}, "done"),
+                "400": _refused("not an action or not an origin"),
+                "401": _refused("no valid bearer token"),
+                "403": _refused("Host or Origin"),
+            },
+        }},
         "/v1/sites/limits": {"post": {
             "summary": "Make every live grant of a site stricter (docs/models-block.md)",
             "security": _SECURED,

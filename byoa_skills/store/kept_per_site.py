@@ -52,6 +52,15 @@ class KeptPerSite:
 
         return self.database.submit(change)
 
+    def drop(self, origin: str) -> Future[None]:
+        """Forget what is kept for ``origin``. Queued."""
+        query = f"DELETE FROM {self.TABLE} WHERE origin = ?"
+
+        def change(db: sqlite3.Connection) -> None:
+            db.execute(query, (origin,))
+
+        return self.database.submit(change)
+
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")

@@ -26,6 +26,7 @@ from aiohttp import WSMsgType, web
 
 from byoa_skills.byoag.connector import revoke
 from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.consent.site_changes import SITE_ACTIONS, SiteChanges
 from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
 from byoa_skills.protocol.codes import status_of
 from byoa_skills.protocol.frames import encode
@@ -35,7 +36,6 @@ from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_hea
 from byoa_skills.serve.wallet.views import engine_view, judge_models, pairings_view, sites_view
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.database import StoreError
-from byoa_skills.store.sites import SiteChangePending, normalize_origin
 from byoa_skills.wallet_shim.consent import Consent, ConsentDesk
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
@@ -61,7 +61,6 @@ SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
-SITE_ACTIONS = ("pause", "resume", "block", "forget", "decide-on-my-own", "judge")
 ACTIVITY_PAGE = 100
 
 
@@ -247,37 +246,19 @@ async def _change_site(request: web.Request) -> web.Response:
     if action not in SITE_ACTIONS or not isinstance(origin, str):
         return refusal(400, "bad-request", f"action must be one of {', '.join(SITE_ACTIONS)}")
     page = request.app[PAGE_KEY]
-    sites = page.shim.sites
+    setting = body.get("on") is True if action == "decide-on-my-own" else body.get("setting")
     try:
-        if action == "judge":
-            if page.shim.judges is None:
-                return refusal(404, "no-judge", "this engine has no purpose judge")
-            page.shim.judges.set_site(normalize_origin(origin), body.get("setting"))
-            changed = True
-        elif action == "decide-on-my-own":
-            changed = await asyncio.to_thread(sites.set_decide_on_my_own, origin,
-                                              body.get("on") is True)  # fmt: skip
-        else:
-            changed = await asyncio.to_thread(getattr(sites, action), origin)
+        done = await SiteChanges(page.shim).change(action, origin, setting)
     except ChoiceRefusal as refused:
+        if refused.code == "no-judge":
+            return refusal(404, "no-judge", "this engine has no purpose judge")
         return choice_refusal(refused)
     except ValueError as error:
         return refusal(400, "origin-invalid", str(error)[:200])
-    except SiteChangePending as pending:  # in force now, written once the store takes it
-        page.publish({"type": "sites-changed"})
-        return web.json_response({"ok": True, "changed": pending.changed, "pending": True,
-                                  "message": str(pending)[:300]})  # fmt: skip
     except StoreError as error:
         return refusal(status_of(error.code), error.code, str(error)[:200])
-    if action in ("forget", "block"):  # its grants end (a forgotten site's kept ones went)
-        for grant in page.shim.grants.of_origin(normalize_origin(origin)):
-            page.shim.release_grant(grant.id)
-        if action == "forget" and page.shim.judges is not None:
-            page.shim.judges.store.forget_site(normalize_origin(origin))
-    elif action in ("pause", "resume"):
-        page.shim.tell_site_changed(normalize_origin(origin))
     page.publish({"type": "sites-changed"})
-    return web.json_response({"ok": True, "changed": changed})
+    return web.json_response(done.to_json())
 
 
 async def _release(request: web.Request) -> web.Response:
@@ -340,7 +321,10 @@ async def _judge(request: web.Request) -> web.Response:
     judges = page.shim.judges
     if judges is None:
         return web.json_response({"ok": True, "judge": None})
-    status = await judges.status()
+    try:
+        status = await judges.status()
+    except StoreError as error:  # like every wallet route: the store's own code
+        return refusal(status_of(error.code), error.code, str(error)[:200])
     status["offered"] = await judge_models(page.engine)
     return web.json_response({"ok": True, "judge": status})
 
@@ -354,9 +338,12 @@ async def _set_judge(request: web.Request) -> web.Response:
         return refusal(404, "no-judge", "this engine has no purpose judge")
     try:
         page.shim.judges.set_default(body)
+        status = await page.shim.judges.status()
     except ChoiceRefusal as refused:
         return choice_refusal(refused)
-    return web.json_response({"ok": True, "judge": await page.shim.judges.status()})
+    except StoreError as error:
+        return refusal(status_of(error.code), error.code, str(error)[:200])
+    return web.json_response({"ok": True, "judge": status})
 
 
 async def _pairings(request: web.Request) -> web.Response:
