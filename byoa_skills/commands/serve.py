@@ -73,8 +73,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "Start the worker processes (each loads the model and warms up), then answer "
             "skill calls on a local HTTP/WebSocket API bound to loopback, protected by a "
             "bearer token. GET /ready answers 200 once every worker is warm (and while "
-            "one stays warm; its `warm` counts them). SIGTERM drains: "
-            "calls in flight finish, new ones are refused."
+            "one stays warm; its `warm` counts them). SIGTERM or Ctrl-C drains: "
+            "calls in flight finish, new ones are refused; a second one stops at once."
         ),
     )
     add_engine_arguments(serve)
@@ -284,8 +284,7 @@ async def serve(
                 answer = await intake.take(link, decision)
                 print(f"byoa-skills: link {_link_outcome(answer)}", file=sys.stderr, flush=True)
             await stop.wait()
-            log.info("event=draining queued=%d busy=%d", pool.queue_depth, pool.busy_workers)
-            await pool.drain()
+            await _drain(pool)
         else:
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError, WorkerStartFailed):
@@ -297,6 +296,29 @@ async def serve(
         await runner.cleanup()
         await asyncio.to_thread(database.close)  # what is queued is committed
         log.info("event=stopped")
+
+
+async def _drain(pool: WorkerPool) -> None:
+    """Let the calls taken finish (:meth:`WorkerPool.drain`), from whatever state the pool is
+    in; a second SIGTERM or SIGINT meanwhile stops waiting for them (they are answered
+    ``shutting-down`` as the pool closes)."""
+    log.info("event=draining queued=%d busy=%d life=%s", pool.queue_depth, pool.busy_workers,
+             pool.life.value)  # fmt: skip
+    hurry = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, hurry.set)
+    draining = asyncio.create_task(pool.drain())
+    hurrying = asyncio.create_task(hurry.wait())
+    try:
+        await asyncio.wait({draining, hurrying}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hurrying.cancel()
+        if not draining.done():
+            log.warning("event=drain-cut queued=%d busy=%d", pool.queue_depth,
+                        pool.busy_workers)  # fmt: skip
+            draining.cancel()
+        await asyncio.gather(draining, hurrying, return_exceptions=True)
 
 
 def _say_store(status: StoreStatus) -> None:

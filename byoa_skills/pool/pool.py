@@ -38,6 +38,7 @@ from byoa_skills.pool.errors import (
     WorkerCrashed,
     WorkerStartFailed,
 )
+from byoa_skills.pool.life import Life, PoolLife
 from byoa_skills.pool.messages import Job, JobItem, Refusal
 from byoa_skills.pool.worker import WorkerDied, WorkerProcess
 from byoa_skills.runtimes.speech.base import Transcript
@@ -198,16 +199,13 @@ class WorkerPool:
         self._slots: list[_Slot] = []
         self._ids = itertools.count(1)
         self._arrivals = itertools.count()
-        self._draining = False
+        #: Warming, warm, letting go, let go, waking or stopping (docs/pool.md).
+        self._life = PoolLife()
         self._started = False
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self.restarts = 0
-        #: The workers were let go after the idle time; ``_awake`` is set again by a call.
-        self._released = False
-        self._awake = asyncio.Event()
-        self._awake.set()
         self._warmth = asyncio.Condition()
         self._last_used = time.monotonic()
         self._idle_watch: asyncio.Task[None] | None = None
@@ -235,6 +233,7 @@ class WorkerPool:
         for slot in self._slots:
             slot.task = asyncio.create_task(self._serve(slot), name=f"pool-slot-{slot.index}")
         self._started = True
+        self._life.move(Life.WARM)
         self._last_used = time.monotonic()
         if self.config.idle_release > 0:
             self._idle_watch = asyncio.create_task(self._release_when_idle(), name="pool-idle")
@@ -244,12 +243,22 @@ class WorkerPool:
         """Whether calls are taken: at least one worker is warm, or the workers were let go
         while idle (the next call starts them again)."""
         alive = any(s.worker is not None and s.worker.alive for s in self._slots)
-        return self._started and not self._draining and (self._released or alive)
+        return self._started and not self._draining and (self._life.away or alive)
 
     @property
     def released(self) -> bool:
-        """Whether the workers were let go after the idle time and not started again yet."""
-        return self._released
+        """Whether the workers were let go after the idle time (or are being let go) and not
+        started again yet."""
+        return self._life.away
+
+    @property
+    def life(self) -> Life:
+        """The pool's state: warming, warm, letting go, let go, waking or stopping."""
+        return self._life.state
+
+    @property
+    def _draining(self) -> bool:
+        return self._life.stopping
 
     @property
     def in_use(self) -> bool:
@@ -263,23 +272,22 @@ class WorkerPool:
         """Let every worker go (the front process and the shared memory stay); the next call,
         or :meth:`warm_up`, starts them again. Nothing is let go while the pool is in use
         (:attr:`in_use`)."""
-        if self._released or not self._started or self._draining or self.in_use:
+        if self._life.state not in (Life.WARM, Life.WAKING) or not self._started or self.in_use:
             return
-        self._released = True
-        self._awake.clear()
+        self._life.move(Life.LETTING_GO)
         log.info("event=workers-released idle_s=%.0f", time.monotonic() - self._last_used)
         self._on_event("workers-released", len(self._slots))
         for slot in self._slots:
             slot.let_go = True
         await asyncio.gather(*(s.worker.stop() for s in self._slots if s.worker))
+        if self._life.state is Life.LETTING_GO:  # not woken meanwhile
+            self._life.move(Life.LET_GO)
 
     def wake(self) -> None:
         """Start the workers again if they were let go (returns at once)."""
         self._last_used = time.monotonic()
-        if self._released:
-            self._released = False
+        if self._life.away and self._life.move(Life.WAKING):
             log.info("event=workers-woken")
-            self._awake.set()
 
     async def warm_up(self) -> None:
         """Start the workers if they were let go, and return once every slot that has not
@@ -303,8 +311,8 @@ class WorkerPool:
             if wait > 0:
                 await asyncio.sleep(wait)
                 continue
-            if self._released:
-                await self._awake.wait()
+            if self._life.away:
+                await self._life.wait_for(Life.WAKING, Life.WARM)
             elif self.in_use:
                 self._last_used = time.monotonic()
             else:
@@ -340,15 +348,16 @@ class WorkerPool:
         return [s.worker.pid for s in self._slots if s.worker and s.worker.alive and s.worker.pid]
 
     async def drain(self) -> None:
-        """Refuse new calls; return when every queued and running call has its answer."""
-        self._draining = True
+        """Refuse new calls; return when every queued and running call has its answer.
+        From any state: a pool whose workers were let go has no call to wait for."""
+        self._life.stop()
         await self._idle.wait()
 
     async def close(self) -> None:
-        """Stop the workers (calls still waiting get ``shutting-down``) and free the memory."""
-        self._draining = True
+        """Stop the workers (calls still waiting get ``shutting-down``) and free the memory,
+        from any state."""
+        self._life.stop()
         self._started = False
-        self._awake.set()
         if self._idle_watch is not None:
             self._idle_watch.cancel()
             await asyncio.gather(self._idle_watch, return_exceptions=True)
@@ -455,9 +464,11 @@ class WorkerPool:
     async def _serve(self, slot: _Slot) -> None:
         while not slot.gave_up:
             if slot.let_go or slot.worker is None or not slot.worker.alive:
-                if self._released:
-                    await self._awake.wait()
+                if self._life.away:
+                    await self._life.wait_for(Life.WAKING, Life.WARM)
                     continue
+                if slot.let_go and self._draining and self._queue.empty():
+                    return  # stopping with its worker let go and nothing left to run
                 await self._renew(slot)
                 continue
             first = await self._next_call(slot)
@@ -682,7 +693,11 @@ class WorkerPool:
                 delay = min(delay * 2, 30.0)
 
     async def _tell_warmth(self) -> None:
-        """Wake :meth:`warm_up`'s waiters to look at the workers again."""
+        """Wake :meth:`warm_up`'s waiters to look at the workers again; the pool is warm
+        again once every slot woken has a warm worker."""
+        woken = not any(slot.let_go for slot in self._slots)
+        if self._life.state is Life.WAKING and woken and self._all_warm():
+            self._life.move(Life.WARM)
         async with self._warmth:
             self._warmth.notify_all()
 
