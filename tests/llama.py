@@ -14,6 +14,8 @@ from pathlib import Path
 
 from engine import free_port
 
+from byoa_skills.bench.children import spawn
+
 MODEL_ALIAS = "smollm2"
 
 
@@ -52,7 +54,7 @@ def start_llama(log: Path, alias: str = MODEL_ALIAS) -> LlamaServer:
     ``alias`` (the same bundled weights may be served under two names, as two makers'
     models for the consent's grouping)."""
     port = free_port()
-    process = subprocess.Popen(
+    process = spawn(  # it ends with the tests, however they end
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
          "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
          "--n_threads", "1", "--n_ctx", "2048", "--seed", "7", "--verbose", "False"],

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from byoa_skills.bench import compare, plots, report
+from byoa_skills.bench.children import exit_status, signals_stop
 from byoa_skills.bench.context import settings_for
 from byoa_skills.bench.progress import RichReporter
 from byoa_skills.bench.runner import prepare, resolve_device, run_scenarios
@@ -78,8 +79,19 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; 0 when every chosen scenario ran or was skipped, 1 when one
-    failed, 2 on bad arguments. ``byoa-bench soak ...`` runs the soak alone (see
-    :mod:`byoa_skills.bench.scenarios.soak`)."""
+    failed, 2 on bad arguments, 128 + the signal's number when SIGINT, SIGTERM or SIGHUP
+    stopped it. ``byoa-bench soak ...`` runs the soak alone (see
+    :mod:`byoa_skills.bench.scenarios.soak`). Every process a run starts ends with it."""
+    try:
+        with signals_stop():
+            return _main(argv)
+    except KeyboardInterrupt as stopped:
+        said = str(stopped) or "SIGINT"
+        print(f"byoa-bench: stopped by {said}; its servers were stopped too", file=sys.stderr)
+        return exit_status(stopped)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["soak"]:
         from byoa_skills.bench.scenarios import soak

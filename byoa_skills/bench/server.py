@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from byoa_skills.bench.children import spawn
 from byoa_skills.pool.memory import rss_mib as process_rss_mib
 
 
@@ -109,7 +110,8 @@ class EngineProcess:
     ) -> _Engine:
         """Start ``byoa-skills serve --port P ARGS`` on a free port with
         ``BYOA_SKILLS_HOME=home``, ``token`` (a fresh one when None) and the variables in
-        ``env``, its log in ``home/log_name``; returns at once (see :meth:`wait_ready`)."""
+        ``env``, its log in ``home/log_name``; returns at once (see :meth:`wait_ready`).
+        It ends with this process (:func:`byoa_skills.bench.children.spawn`)."""
         port = free_port()
         token = token or secrets.token_hex(16)
         log = home / log_name
@@ -119,13 +121,7 @@ class EngineProcess:
         command = [sys.executable, "-m", "byoa_skills", "serve", "--port", str(port), *args]
         started = time.perf_counter()
         with log.open("wb") as log_file:
-            process = subprocess.Popen(
-                command,
-                stdout=subprocess.DEVNULL,
-                stderr=log_file,
-                env=variables,
-                start_new_session=True,
-            )
+            process = spawn(command, stdout=subprocess.DEVNULL, stderr=log_file, env=variables)
         return cls(process, port, token, home, log, started)
 
     @property

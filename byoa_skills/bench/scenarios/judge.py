@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.bench.children import spawn
 from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.server import free_port
 from byoa_skills.bench.stats import summarize
@@ -162,12 +163,12 @@ def _start_llama(ctx: Context, gguf: Path, name: str) -> str:
     """llama.cpp's server (one thread) serving ``gguf`` as ``smollm2``; its base URL."""
     port = free_port()
     log = (ctx.home / f"judge-{name}.log").open("wb")
-    process = subprocess.Popen(
+    process = spawn(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
          "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
          "--n_ctx", "2048", "--seed", "7", "--interrupt_requests", "False",
          "--verbose", "False"],
-        stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     ctx.cleanups.append(lambda: (process.terminate(), process.wait(30)))
     url = f"http://127.0.0.1:{port}/v1"

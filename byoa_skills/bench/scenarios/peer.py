@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.bench.children import spawn
 from byoa_skills.bench.clips import LABELS
 from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.load import by_clip, by_group, sweep
@@ -111,11 +112,8 @@ def run(ctx: Context) -> dict[str, Any]:
     ctx.reporter.step("starting wyoming-faster-whisper")
     began = time.perf_counter()
     with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            peer_command(python, ctx, port, data_dir),
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-            start_new_session=True,
+        process = spawn(
+            peer_command(python, ctx, port, data_dir), stdout=subprocess.DEVNULL, stderr=log_file
         )
 
     def stop() -> None:

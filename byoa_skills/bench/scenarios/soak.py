@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 
+from byoa_skills.bench.children import spawn
 from byoa_skills.bench.clips import load_clips, skill_body
 from byoa_skills.bench.server import (
     EngineProcess,
@@ -512,9 +513,9 @@ def _text_source(home: Path) -> tuple[subprocess.Popen[bytes], str]:
 
     port = free_port()
     log = (home / "instant.log").open("wb")
-    process = subprocess.Popen(
+    process = spawn(
         [sys.executable, "-m", "byoa_skills.bench.instant_source", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     for _ in range(600):

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 
+from byoa_skills.bench.children import spawn
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.scenarios import enginerun
 from byoa_skills.bench.server import free_port
@@ -126,8 +127,7 @@ def _start(ctx: Context, command: list[str], name: str) -> str:
     """Start a source with ``--port``, wait until it lists its models; its base URL."""
     port = free_port()
     log = (ctx.home / f"{name}.log").open("wb")
-    process = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=log, start_new_session=True)  # fmt: skip
+    process = spawn([*command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log)
     ctx.cleanups.append(lambda: (process.terminate(), process.wait(30)))
     url = f"http://127.0.0.1:{port}/v1"
     limit = time.monotonic() + 120
