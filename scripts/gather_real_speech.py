@@ -12,6 +12,10 @@ Sources (pinned; the sha256 of each downloaded file is checked):
   - PyPI: pocketsphinx 5.1.1 sdist (test/data: LibriVox sentences, CMU test utterances) and
     pysptk 1.0.1 sdist (one CMU ARCTIC utterance). Fetched from PyPI's simple index.
 
+Besides the sentences, short answers (one to three words: numbers, days, months, yes/no,
+thanks, greetings) from the same Asterisk packages; and every clip is put in one of two fixed
+parts, "tune" and "held-out" (the rule is under "the split" below).
+
 Needs: python3 with numpy and soundfile, apt-get and dpkg-deb (Debian), ffmpeg (G.722 decoding).
 
 Usage:
@@ -39,6 +43,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -356,6 +361,94 @@ ASTERISK: list[tuple[str, str, str, str]] = [
     ),
 ]
 
+# Short answers: Asterisk prompts of one to three words and 0.4-2 s, (language, prompt name,
+# reference text, note) as above, chosen by kind before any decoding (numbers, a day, a month,
+# yes/no, thanks, greetings, a name, a letter, a few two- and three-word phrases) and not
+# filtered on what Whisper hears in them. A number's prompt (``digits/N``) also accepts the
+# number written in figures (``also`` in clips.json).
+SHORT_ANSWERS: list[tuple[str, str, str, str]] = [
+    ("en", "digits/7", "Seven.", ""),
+    ("en", "digits/19", "Nineteen.", ""),
+    ("en", "digits/40", "Forty.", ""),
+    ("en", "digits/day-3", "Wednesday.", ""),
+    ("en", "digits/mon-1", "February.", ""),
+    ("en", "digits/tomorrow", "Tomorrow.", ""),
+    ("en", "vm-no", "No.", ""),
+    ("en", "goodbye", "Goodbye!", ""),
+    ("en", "phonetic/c_p", "Charlie.", ""),
+    ("en", "letters/b", "B.", ""),
+    ("en", "hello-world", "Hello world.", ""),
+    ("en", "one-moment-please", "One moment, please.", ""),
+    ("es", "digits/3", "Tres.", ""),
+    ("es", "digits/15", "Quince.", ""),
+    ("es", "digits/50", "Cincuenta.", ""),
+    ("es", "digits/day-5", "Viernes.", ""),
+    ("es", "digits/mon-3", "Abril.", ""),
+    ("es", "digits/today", "Hoy.", ""),
+    ("es", "digits/tomorrow", "Mañana.", "accents"),
+    ("es", "vm-no", "No.", ""),
+    ("es", "auth-thankyou", "Gracias.", ""),
+    ("es", "hello-world", "¡Hola mundo!", ""),
+    ("es", "queue-reporthold", "Tiempo de espera.", ""),
+    ("es", "conf-errormenu", "Opción inválida.", "accents"),
+    ("fr", "digits/8", "Huit.", ""),
+    ("fr", "digits/17", "Dix-sept.", ""),
+    ("fr", "digits/60", "Soixante.", ""),
+    ("fr", "digits/day-2", "Mardi.", ""),
+    ("fr", "digits/mon-6", "Juillet.", ""),
+    ("fr", "digits/yesterday", "Hier.", ""),
+    ("fr", "auth-thankyou", "Merci.", ""),
+    ("fr", "vm-goodbye", "Au revoir.", ""),
+    ("fr", "im-sorry", "Je suis désolé.", ""),
+    ("fr", "do-not-disturb", "Ne pas déranger.", ""),
+    ("fr", "please-try-again", "Essayez à nouveau.", ""),
+    ("fr", "call-waiting", "Appel en attente.", ""),
+    ("it", "digits/5", "Cinque.", ""),
+    ("it", "digits/18", "Diciotto.", ""),
+    ("it", "digits/70", "Settanta.", ""),
+    ("it", "digits/day-4", "Giovedì.", ""),
+    ("it", "digits/mon-9", "Ottobre.", ""),
+    ("it", "digits/yesterday", "Ieri.", ""),
+    ("it", "digits/tomorrow", "Domani.", ""),
+    ("it", "auth-thankyou", "Grazie.", ""),
+    ("it", "goodbye", "Arrivederci!", ""),
+    ("it", "im-sorry", "Mi dispiace.", ""),
+    ("it", "hello-world", "Ciao mondo.", ""),
+    ("it", "do-not-disturb", "Non disturbare.", ""),
+    ("ru", "digits/6", "Шесть.", ""),
+    ("ru", "digits/12", "Двенадцать.", ""),
+    ("ru", "digits/30", "Тридцать.", ""),
+    ("ru", "digits/day-1", "Понедельник.", ""),
+    ("ru", "digits/mon-4", "Мая.", ""),
+    ("ru", "digits/tomorrow", "Завтра.", ""),
+    ("ru", "vm-no", "Нет.", ""),
+    ("ru", "auth-thankyou", "Спасибо.", ""),
+    ("ru", "hello", "Здравствуйте!", ""),
+    ("ru", "goodbye", "До свидания!", ""),
+    ("ru", "conf-errormenu", "Неверный выбор.", ""),
+    ("ru", "do-not-disturb", "Не беспокоить.", ""),
+]
+
+# --- the split ----------------------------------------------------------------------------------
+# Every clip belongs to one part: "tune" (the part decoding choices are made on) or "held-out"
+# (the part they are only measured on). Per language, the short answers (``short``: the clips
+# of SHORT_ANSWERS) and the other clips are each sorted by length, then by file name, and dealt
+# out tune, held-out, held-out, tune, and so on (an ABBA order, so that neither part gets the
+# shorter clip of every pair).
+PARTS = ("tune", "held-out", "held-out", "tune")
+
+
+def assign_parts(manifest: list[dict[str, Any]]) -> None:
+    """Set each entry's ``part`` by the rule above (``short`` is set already)."""
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for entry in manifest:
+        groups.setdefault((entry["language"], entry["short"]), []).append(entry)
+    for group in groups.values():
+        group.sort(key=lambda e: (e["seconds"], e["file"]))
+        for index, entry in enumerate(group):
+            entry["part"] = PARTS[index % len(PARTS)]
+
+
 PS = "pocketsphinx-5.1.1/test/data"
 PS_SOURCE = "pocketsphinx 5.1.1 (PyPI sdist pocketsphinx-5.1.1.tar.gz)"
 PS_LICENCE = "BSD-2-Clause (CMU Sphinx licence, pocketsphinx LICENSE)"
@@ -572,7 +665,8 @@ def main() -> None:
         txt_pkg = fetch_deb(f"asterisk-core-sounds-{lang}", work, args.cache)
         wav_pkg = fetch_deb(f"asterisk-core-sounds-{lang}-g722", work, args.cache)
         scripts = asterisk_scripts(lang, txt_pkg)
-        for clip_lang, name, text, note in ASTERISK:
+        short = {(lang_, name_) for lang_, name_, _, _ in SHORT_ANSWERS}
+        for clip_lang, name, text, note in ASTERISK + SHORT_ANSWERS:
             if clip_lang != lang:
                 continue
             script = scripts[name]
@@ -594,7 +688,11 @@ def main() -> None:
                 ),
                 "licence": licence,
                 "speaker": speaker,
+                "short": (lang, name) in short,
             }
+            number = re.fullmatch(r"digits/(\d+)", name)
+            if number:
+                entry["also"] = [number.group(1)]
             if note == "accents":
                 entry["note"] = (
                     f"the package's script reads {script!r} (written without accents); "
@@ -629,19 +727,23 @@ def main() -> None:
                 "source": f"{clip.source}, {clip.member}; transcript: {clip.transcript_from}",
                 "licence": clip.licence,
                 "speaker": clip.speaker,
+                "short": False,
             }
         )
 
     manifest.sort(key=lambda e: (e["language"], e["file"]))
     for e in manifest:
-        if not 1.0 <= e["seconds"] <= 15.0:
-            sys.exit(f"{e['file']}: {e['seconds']} s is outside 1-15 s")
+        low, high = (0.4, 2.0) if e["short"] else (1.0, 15.0)
+        if not low <= e["seconds"] <= high:
+            sys.exit(f"{e['file']}: {e['seconds']} s is outside {low}-{high} s")
+    assign_parts(manifest)
     (out / "clips.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
     counts: dict[str, int] = {}
     for e in manifest:
-        counts[e["language"]] = counts.get(e["language"], 0) + 1
+        key = f"{e['language']} {e['part']}{' short' if e['short'] else ''}"
+        counts[key] = counts.get(key, 0) + 1
     total = sum(e["seconds"] for e in manifest)
-    print(f"{len(manifest)} clips, {total:.1f} s: {counts}")
+    print(f"{len(manifest)} clips, {total:.1f} s: {dict(sorted(counts.items()))}")
     if tmp is not None:
         tmp.cleanup()
 

@@ -9,6 +9,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,22 @@ REAL_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "realspeech"
 GROUPS = (("1-2s", 1.0, 2.0), ("3-6s", 3.0, 6.0), ("6-15s", 6.0, 15.0))
 #: Real clips per group (fewer with ``--quick``).
 PER_GROUP, QUICK_PER_GROUP = 6, 2
+
+
+#: The parts of the real-speech set: decoding choices are made on "tune" and only measured on
+#: "held-out" (tests/data/realspeech/README.md gives the rule that splits it).
+PARTS = ("tune", "held-out")
+
+
+def real_records(part: str | None = None, folder: Path | None = None) -> list[dict[str, Any]]:
+    """The records of the real-speech set's ``clips.json`` (file, language, text, seconds,
+    ``short``: a short answer of one to three words, ``part``, and the rest), in the file's
+    order: those of one part (``"tune"`` or ``"held-out"``), or all of them with ``None``."""
+    if part is not None and part not in PARTS:
+        raise ValueError(f"part {part!r}: want one of {PARTS}")
+    folder = folder or REAL_DIR
+    records = json.loads((folder / "clips.json").read_text(encoding="utf-8"))
+    return [r for r in records if part is None or r["part"] == part]
 
 
 @dataclass(frozen=True)
@@ -74,7 +91,9 @@ def real_groups(
     6-15 s group adds JFK's 11 s recording from tests/data/speech. ``english_only``: only
     the English clips (for a model such as ``tiny.en``)."""
     folder = folder or REAL_DIR
-    records = json.loads((folder / "clips.json").read_text(encoding="utf-8"))
+    # the sentences only: the short answers added to the set (one to three words, under 2 s)
+    # are the accuracy scenario's, and the length groups stay the ones measured before
+    records = [r for r in real_records(folder=folder) if not r.get("short")]
     if english_only:
         records = [r for r in records if r["language"] == "en"]
     records.sort(key=lambda r: (r["seconds"], r["file"]))
