@@ -22,9 +22,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from byoa_skills import __version__
+from byoa_skills.consent import decision as decision_module
 from byoa_skills.demos.site.app import start_site
 from byoa_skills.directlink import client
-from byoa_skills.directlink import intake as intake_module
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.protocol import frames
 from byoa_skills.protocol.frames import (
@@ -471,7 +471,7 @@ def shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WalletShim:
     async def every_skill(engine: SkillEngine, manifest: dict[str, Any]) -> set[str]:
         return set(manifest["skills"]) - {"text.generate"}
 
-    monkeypatch.setattr(intake_module, "fitting_skills", every_skill)
+    monkeypatch.setattr(decision_module, "fitting_skills", every_skill)
     return WalletShim(SkillEngine(None), SiteStore(), ActivityLog())
 
 

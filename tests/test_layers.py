@@ -135,8 +135,12 @@ def test_every_way_in_asks_the_one_grant_decision() -> None:
     assert direct == []
     asking = {source for source, targets in edges.items()
               if "byoa_skills.consent.decision" in targets}  # fmt: skip
-    assert {"byoa_skills.directlink.intake", "byoa_skills.directlink.client",
-            "byoa_skills.extension.requests", "byoa_skills.byoag.scope"} <= asking
+    assert {
+        "byoa_skills.directlink.intake",
+        "byoa_skills.directlink.client",
+        "byoa_skills.extension.requests",
+        "byoa_skills.byoag.scope",
+    } <= asking
 
 
 def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:

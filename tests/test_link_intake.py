@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from grants import GEO_MANIFEST
 
-from byoa_skills.directlink import intake as intake_module
+from byoa_skills.consent import decision as decision_module
 from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.skills import SkillEngine
@@ -43,7 +43,7 @@ def speech_fits(monkeypatch: pytest.MonkeyPatch) -> None:
     async def every_skill_but_text(engine: SkillEngine, manifest: dict[str, Any]) -> set[str]:
         return set(manifest["skills"]) - {"text.generate"}
 
-    monkeypatch.setattr(intake_module, "fitting_skills", every_skill_but_text)
+    monkeypatch.setattr(decision_module, "fitting_skills", every_skill_but_text)
 
 
 def intake_in(folder: Path, **options: Any) -> LinkIntake:
@@ -82,19 +82,21 @@ async def silent_site() -> tuple[web.AppRunner, int, list[Any]]:
 
 def test_at_most_four_links_at_once(tmp_path: Path) -> None:
     async def main() -> tuple[dict[str, Any], int]:
-        runner, port, sockets = await silent_site()
+        sites = [await silent_site() for _ in range(5)]  # a site holds one grant: five sites
         intake = intake_in(tmp_path)
-        pending = [asyncio.create_task(intake.take(make_link(port), "allow")) for _ in range(4)]
+        pending = [asyncio.create_task(intake.take(make_link(port), "allow"))
+                   for _, port, _ in sites[:4]]  # fmt: skip
         for _ in range(400):
-            if len(sockets) == 4:
+            if sum(len(sockets) for _, _, sockets in sites) == 4:
                 break
             await asyncio.sleep(0.01)
-        fifth = await intake.take(make_link(port), "allow")
+        fifth = await intake.take(make_link(sites[4][1]), "allow")
         for task in pending:
             task.cancel()
         await intake.close()
-        await runner.cleanup()
-        return fifth, len(sockets)
+        for runner, _, _ in sites:
+            await runner.cleanup()
+        return fifth, sum(len(sockets) for _, _, sockets in sites)
 
     fifth, connected = asyncio.run(main())
     assert (fifth["ok"], fifth["code"]) == (False, "too-many-links")

@@ -173,19 +173,22 @@ def test_ticks_limits_and_every_change_reach_the_site(
                 outcome = (await next_call_entry(wallet, before))["outcome"]
                 seen["after change"].append((text is not None, outcome))
 
+            # the site requires both models: unticking one is refused, and changes nothing
             changer = site.locator("details.grant-changer")
             await changer.locator('input[data-code="m1"]').uncheck()
             await changer.get_by_role("button", name="Save").click()
-            await until(lambda: len(connection.grants) >= 3, "the grant frame of an untick")
-            seen["unticked"] = connection.grants[-1]
+            problem = changer.locator(".choice-problem", has_text="too-few-models")
+            await problem.wait_for()
+            seen["untick"] = await problem.text_content()
+            seen["grants told after untick"] = len(connection.grants)
 
             site = await site_card(page, origin)
             await site.get_by_role("button", name="Pause").click()
-            await until(lambda: len(connection.grants) >= 4, "the grant frame of a pause")
+            await until(lambda: len(connection.grants) >= 3, "the grant frame of a pause")
             seen["paused"] = connection.grants[-1]
             site = await site_card(page, origin)
             await site.get_by_role("button", name="Resume").click()
-            await until(lambda: len(connection.grants) >= 5, "the grant frame of a resume")
+            await until(lambda: len(connection.grants) >= 4, "the grant frame of a resume")
             seen["resumed"] = connection.grants[-1]
             # the end brought to 3 s from now: the wallet says bye when it comes
             _, seen["sooner"] = await api(wallet, "POST", "/v1/sites/limits", {
@@ -213,7 +216,8 @@ def test_ticks_limits_and_every_change_reach_the_site(
     assert seen["told"]["limits"]["maxCallsPerMinute"] == 1
     assert (False, "rate-exceeded") in seen["after change"], seen["after change"]
     assert all(answered == (outcome == "ok") for answered, outcome in seen["after change"])
-    assert seen["unticked"]["models"] == ["m2"]
+    assert "too-few-models" in (seen["untick"] or "") and seen["grants told after untick"] == 2
+    assert seen["paused"]["models"] == ["m1", "m2"]
     assert seen["paused"]["paused"] is True and "paused" not in seen["resumed"]
     assert seen["sooner"]["ok"] is True
 
@@ -251,10 +255,9 @@ def test_the_extension_gets_the_grant_as_it_now_is_and_the_choices_outlive_a_res
 
     try:
         grant_id = asyncio.run(main())
-        seen["cli"] = narrow("--max-calls-per-minute", "4", "--max-text-chars", "1000",
-                             "--models", "m2")  # fmt: skip
+        seen["untick"] = narrow("--max-calls-per-minute", "4", "--models", "m2")
+        seen["cli"] = narrow("--max-calls-per-minute", "4", "--max-text-chars", "1000")
         seen["call"] = call(grant_id, "m2")
-        seen["unticked call"] = call(grant_id, "m1")
     finally:
         wallet.stop()
     wallet = engine_with_sources(engine_home, home, *two_sources)
@@ -271,13 +274,13 @@ def test_the_extension_gets_the_grant_as_it_now_is_and_the_choices_outlive_a_res
     assert cli.returncode == 0 and "maxCallsPerMinute 4" in cli.stdout, (cli.stdout, cli.stderr)
     assert seen["call"]["ok"] is True
     assert seen["call"]["grant"]["limits"]["maxCallsPerMinute"] == 4
-    assert seen["call"]["grant"]["models"] == ["m2"]
-    assert seen["unticked call"]["ok"] is False and seen["unticked call"]["grant"]["models"] == [
-        "m2"
-    ]
+    # the site requires both models: unticking one is refused, and nothing changes
+    untick = seen["untick"]
+    assert untick.returncode == 1 and "too-few-models" in untick.stderr, untick.stderr
+    assert seen["call"]["grant"]["models"] == ["m1", "m2"]
     kept = seen["kept"]
     assert kept["limits"]["maxCallsPerMinute"] == 4 and kept["limits"]["maxTextChars"] == 1000
-    assert kept["models"] == ["m2"]
+    assert kept["models"] == ["m1", "m2"]
     assert seen["call after restart"]["ok"] is True
     assert seen["after release"] == {"ok": False}
 

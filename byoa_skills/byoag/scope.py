@@ -5,9 +5,9 @@ its scope, asked of the one grant decision (``consent/decision.py``) as an Allow
 gave when pairing: the site's live grant when it holds one (as the visitor narrowed it), else
 one made with the visitor's kept choices for that origin (limits, budget, expiry), for at most
 a day at a time, with no budget to spend (its manifest states no cost; local models cost
-nothing):
-the platform is in the site list under that origin (``sites pause|block`` work as for any
-site), and every call passes the shim's gate and limits. Before that, a skill outside the
+nothing): the platform is in the site list under that origin (``sites pause|block`` work as
+for any site), and every call passes the shim's gate and limits; a text call that names no
+model goes to the first model ticked for it (:func:`named_model`). Before that, a skill outside the
 scope is refused with ``outside-registration-scope``, and a platform with no registration
 here (never paired, or revoked) with ``not-registered``, and a ``text.generate`` call while
 no text source answers with a model with ``no-fitting-model`` (no grant is made for it).
@@ -40,6 +40,17 @@ def registration_manifest(registration: Registration) -> dict[str, Any]:
         "skills": {skill: {"required": False} for skill in registration.scope},
         "privacy": "personal",
     }
+
+
+def named_model(params: Any, code: str) -> Any:
+    """``params`` naming the model ``code`` when they name none: a platform knows no model
+    codes (it gets no hello), so its text calls go to the first model the visitor ticked for
+    it, never to another (a call that names a model is left as it is, and checked)."""
+    if params is None:
+        return {"model": code}
+    if isinstance(params, dict) and params.get("model") is None:
+        return {**params, "model": code}
+    return params
 
 
 class RegistrationCalls:
@@ -86,7 +97,10 @@ class RegistrationCalls:
         try:
             grant_id = await self._grant_for(registration)
         except GrantRefusal as refusal:
-            return CallResult.refused(refusal.code, refusal.message)
+            return self._refused(registration.issuer, skill, refusal.code, refusal.message)
+        grant = self.shim.grants.get(grant_id)
+        if skill == TEXT_SKILL and grant is not None and grant.models:
+            params = named_model(params, next(iter(grant.models)))
         return await self.shim.call(grant_id, skill, skill_input, params, deadline, on_chunk)
 
     async def _grant_for(self, registration: Registration) -> str:

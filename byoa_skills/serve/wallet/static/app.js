@@ -79,7 +79,7 @@ const CODE_SENTENCES = Object.freeze({
   'asks-for-more': 'Without a click, the site asked for more than you had allowed it; it got nothing.',
   'no-click': 'The page asked without you clicking anything, so you were not asked.',
   'model-not-ticked': 'None of the models you ticked for this site is offered now, so it got no grant.',
-  'decide-on-my-own-off': '"Decide on my own" is off for this site, so the wallet did not go back to it.',
+  'decide-on-my-own-off': 'You turned off deciding on its own for this site, so the wallet did not go back.',
   'no-wallet-page': 'The wallet could not show you the request, so it was declined.',
   'bad-decision': 'The link came with an answer the wallet does not know.',
   'too-many-links': 'Too many links arrived at once; try again in a moment.',
