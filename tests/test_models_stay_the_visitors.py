@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sources import ollama_app, serving
+from fake_sources import OPENROUTER_KEY, ollama_app, openrouter_app, serving
 from textkit import sources_file
 
 from byoa_skills.extension.requests import PageRequests
@@ -30,18 +30,25 @@ ORIGIN = "https://models.example.org"
 MANIFEST: dict[str, Any] = {
     "byoa": "0.1-draft",
     "purpose": {"summary": "Answer one question with one model", "limits": {}},
-    "skills": {"text.generate": {"required": True, "models": {"count": 1, "required": 1}}},
+    "skills": {
+        "text.generate": {
+            "required": True,
+            "models": {"count": 1, "required": 1, "why": "The one answer shown on the page"},
+        }
+    },
     "privacy": "personal",
     "expectedCost": {"perSession": "0 USD"},
 }
 
 
 def wallet(tmp_path: Path, *urls: str) -> tuple[WalletShim, PageRequests, ConsentDesk]:
-    sources = [{"name": name, "kind": "ollama", "url": url} for name, url in zip("ab", urls)]
+    sources = [
+        {"name": name, "kind": "ollama", "url": url} for name, url in zip("ab", urls, strict=False)
+    ]
     path = sources_file(tmp_path / "sources.json", *sources, default="b/echo:latest")
     database = WalletDatabase(tmp_path / "wallet.sqlite3")
     text = TextRuntime(SourceStore(path))
-    shim = WalletShim(SkillEngine(None, text), SiteStore(database), ActivityLog(database))
+    shim = WalletShim(SkillEngine(None, text=text), SiteStore(database), ActivityLog(database))
     desk = ConsentDesk(seconds=10)
     return shim, PageRequests(shim, desk), desk
 
@@ -94,9 +101,7 @@ def test_a_kept_tick_no_longer_offered_is_never_replaced_without_a_consent(
     assert shim.grants.all() == []
 
 
-def test_unticking_below_required_is_refused_and_no_call_reaches_the_default_model(
-    tmp_path: Path,
-) -> None:
+def test_unticking_below_required_is_refused(tmp_path: Path) -> None:
     seen: dict[str, Any] = {}
     with serving(ollama_app) as one, serving(ollama_app) as two:
         shim, requests, desk = wallet(tmp_path, one.url, two.url)
@@ -107,18 +112,80 @@ def test_unticking_below_required_is_refused_and_no_call_reaches_the_default_mod
                 shim.change_grant(grant["grantId"], VisitorChoices(models=()))
             seen["untick"] = refused.value.code
             seen["models after"] = shim.grants.get(grant["grantId"]).models
+            await shim.engine.text.close()
+
+        asyncio.run(main())
+    assert seen["untick"] == "too-few-models"
+    assert seen["models after"] == {"m1": "a/echo:7b"}
+
+
+def test_under_a_models_block_no_call_reaches_the_default_model(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+    with serving(ollama_app) as one, serving(ollama_app) as two:
+        shim, _, _ = wallet(tmp_path, one.url, two.url)
+
+        async def main() -> None:
             optional = copy.deepcopy(MANIFEST)
-            optional["skills"]["text.generate"] = {"required": True,
-                                                   "models": {"count": 1, "required": 0}}
-            made = shim.create_grant("https://other.example.org", optional, {
-                "byoa": "0.1-draft", "skills": ["text.generate"],
-                "budget": {"perSession": "0 USD"}, "expiresAt": "2099-01-01T00:00:00Z"})
+            optional["skills"]["text.generate"]["models"]["required"] = 0
+            made = shim.create_grant(
+                "https://other.example.org",
+                optional,
+                {
+                    "byoa": "0.1-draft",
+                    "skills": ["text.generate"],
+                    "budget": {"perSession": "0 USD"},
+                    "expiresAt": "2099-01-01T00:00:00Z",
+                },
+            )
             messages = {"messages": [{"role": "user", "content": "hello there"}]}
             result = await shim.call(made["grantId"], "text.generate", messages, {})
             seen["no model"] = (result.ok, result.code)
             await shim.engine.text.close()
 
         asyncio.run(main())
-    assert seen["untick"] == "too-few-models"
-    assert seen["models after"] == {"m1": "a/echo:7b"}
+        seen["asked"] = len(one.recorded.requests) + len(two.recorded.requests)
     assert seen["no model"] == (False, "model-not-granted"), "the default model answered"
+    assert seen["asked"] == 0, "a source was asked for an answer"
+
+
+def test_no_piece_of_a_streamed_answer_from_another_model_reaches_the_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source says another model answered (a silent fallback): the call is refused
+    ``model-mismatch`` before its first piece is handed on."""
+    monkeypatch.setenv("FAKE_OR_KEY", OPENROUTER_KEY)
+    pieces: list[tuple[int, str]] = []
+    seen: dict[str, Any] = {}
+
+    async def on_chunk(choice: int, piece: str) -> None:
+        pieces.append((choice, piece))
+
+    with serving(openrouter_app) as router:
+        path = sources_file(tmp_path / "sources.json", {
+            "name": "r", "kind": "openrouter", "url": router.url + "/api/v1",
+            "keyEnv": "FAKE_OR_KEY"})  # fmt: skip
+        database = WalletDatabase(tmp_path / "wallet.sqlite3")
+        text = TextRuntime(SourceStore(path))
+        shim = WalletShim(SkillEngine(None, text=text), SiteStore(database), ActivityLog(database))
+
+        async def main() -> None:
+            messages = {"messages": [{"role": "user", "content": "tell me a long story"}]}
+            for model in ("fake/shifty", "fake/echo-1"):
+                made = shim.create_grant(ORIGIN, MANIFEST, {
+                    "byoa": "0.1-draft", "skills": ["text.generate"],
+                    "budget": {"perSession": "0.05 USD"}, "expiresAt": "2099-01-01T00:00:00Z",
+                    "models": {"m1": f"r/{model}"}})  # fmt: skip
+                result = await shim.call(
+                    made["grantId"],
+                    "text.generate",
+                    messages,
+                    {"model": "m1", "stream": True},
+                    on_chunk=on_chunk,
+                )
+                seen[model] = (result.ok, result.code, len(pieces))
+            await text.close()
+
+        asyncio.run(main())
+    assert seen["fake/shifty"] == (False, "model-mismatch", 0), seen
+    ok, _, streamed = seen["fake/echo-1"]
+    assert ok and streamed > 0, seen  # the same path streams the model asked for

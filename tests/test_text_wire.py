@@ -150,8 +150,9 @@ def test_openrouter_stream_failures_have_their_codes(
 
 def test_a_model_answered_by_another_model_is_refused(sources: Path) -> None:
     for stream in (True, False):
-        answer, _ = generate(sources, "openrouter/fake/shifty", "hi", stream=stream)
+        answer, pieces = generate(sources, "openrouter/fake/shifty", "hi there", stream=stream)
         assert code_of(answer) == "model-mismatch"
+        assert pieces == [], "a piece of another model's answer went out"
 
 
 def test_openrouter_without_the_right_key_is_refused(

@@ -73,7 +73,7 @@ class OllamaWire:
                     continue
                 piece = _take(reply, json_object(line, "a streamed line"))
                 if piece and on_delta is not None:
-                    await on_delta(piece)
+                    await on_delta(piece, reply.model)
                 if reply.finish_reason is not None:
                     done = True
                     break

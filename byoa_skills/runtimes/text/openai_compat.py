@@ -120,7 +120,7 @@ class OpenAICompatibleWire:
         if content:
             reply.pieces.append(content)
             if on_delta is not None:
-                await on_delta(content)
+                await on_delta(content, reply.model)
         finish = choice.get("finish_reason")
         if finish is not None:
             reply.finish_reason = str(finish)

@@ -3,7 +3,8 @@ model's source, within the call's deadline and the source's bound on concurrent 
 
 One aiohttp client session serves every source. The model is looked up in the source's own
 list first (kept for :data:`MODEL_LIST_SECONDS`), and the answer must come from that model:
-a source that says another model answered gives ``model-mismatch``, never its text.
+a source that says another model answered gives ``model-mismatch``, never its text (nor, for
+a streamed answer, any piece of it: the model is checked before the first piece goes out).
 """
 
 from __future__ import annotations
@@ -179,7 +180,11 @@ class TextRuntime:
         self, source: TextSource, model_id: str, call: TextCall, index: int,
         on_chunk: ChunkHook | None, first_piece: list[float], began: float,
     ) -> ChatReply:  # fmt: skip
-        async def on_delta(text: str) -> None:
+        async def on_delta(text: str, model: str | None) -> None:
+            if model is not None and not _same_model(source, model, model_id):
+                raise TextFailure(  # before any piece of another model's answer is sent
+                    "model-mismatch", f"{source.name} answered with another model"
+                )
             if not first_piece:
                 first_piece.append(time.monotonic() - began)
             if on_chunk is not None:
@@ -201,9 +206,7 @@ class TextRuntime:
                 ) from None
             finally:
                 self._running[source.name] -= 1
-        if reply.model is not None and _comparable(source, reply.model) != _comparable(
-            source, model_id
-        ):
+        if reply.model is not None and not _same_model(source, reply.model, model_id):
             raise TextFailure("model-mismatch", f"{source.name} answered with another model")
         return reply
 
@@ -231,6 +234,11 @@ class TextRuntime:
         """Close the client session (requests still running are cut)."""
         if self._session is not None:
             await self._session.close()
+
+
+def _same_model(source: TextSource, said: str, model_id: str) -> bool:
+    """Whether the model a source said answered is ``model_id``."""
+    return _comparable(source, said) == _comparable(source, model_id)
 
 
 def _comparable(source: TextSource, model_id: str) -> str:

@@ -14,8 +14,10 @@ import aiohttp
 from byoa_skills.runtimes.text.config import TextSource
 from byoa_skills.runtimes.text.errors import TextFailure
 
-#: ``on_delta(text)``: a piece of the answer, as soon as the source sends it.
-DeltaHook = Callable[[str], Awaitable[None]]
+#: ``on_delta(text, model)``: a piece of the answer, as soon as the source sends it, with the
+#: model the source said answered so far (None while it has not said), so that the piece can
+#: be held back from an answer of another model.
+DeltaHook = Callable[[str, "str | None"], Awaitable[None]]
 #: The longest line a streamed body may have (one event of a few tokens is far less).
 MAX_LINE_BYTES = 1 << 20
 
