@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
-from engine import TOKEN, Engine
+from engine import TOKEN, Engine, free_port
+from grants import in_seconds
 from sitekit import until
 from test_consent_scope import SPEECH, page_request, visitor, wallet  # noqa: F401
 from test_wallet_page import api
@@ -20,15 +23,24 @@ from test_wallet_page import api
 from byoa_skills.demos.site.app import start_site
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.demos.site.manifest import build_link, encode_manifest
+from byoa_skills.directlink.check import check_link
+from byoa_skills.directlink.client import link_origin
 
 
-def cli(engine: Engine, *args: str) -> subprocess.CompletedProcess[str]:
-    """``byoa-skills sites ARGS`` against the running engine."""
+def cli(engine: Engine, *args: str, port: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``byoa-skills sites ARGS`` against the running engine (or, with ``port``, against a
+    port where no engine answers: the store of the engine's home)."""
     return subprocess.run(
         [sys.executable, "-m", "byoa_skills", "sites", *args,
-         "--port", str(engine.port), "--token", TOKEN],
+         "--port", str(port or engine.port), "--token", TOKEN],
         capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(engine.home)},
     )  # fmt: skip
+
+
+def link_entries(engine: Engine, origin: str) -> list[dict[str, Any]]:
+    """The activity entries of ``origin``'s links, as committed now."""
+    entries = [json.loads(text) for text in engine.activity()]
+    return [e for e in entries if e.get("kind") == "link" and e.get("origin") == origin]
 
 
 async def site_and_link(engine: Engine, decision: str) -> tuple[Any, SiteDemo, str, dict[str, Any]]:
@@ -46,7 +58,7 @@ def test_a_narrowed_limit_holds_on_the_next_link_and_the_site_gets_its_grant_bac
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        runner, demo, code, first = await site_and_link(wallet, "decide-on-my-own")
+        runner, demo, _, first = await site_and_link(wallet, "decide-on-my-own")
         origin = first["origin"]
         try:
             narrowed = await asyncio.to_thread(
@@ -179,3 +191,106 @@ def test_the_terminal_tells_the_running_engine_and_the_site(wallet: Engine) -> N
     assert seen["paused"]["paused"] is True and "paused" not in seen["resumed"]
     assert seen["forget"].returncode == 0 and "forgot" in seen["forget"].stdout
     assert seen["grant after"]["ok"] is False and seen["grant after"]["code"] == "unknown-grant"
+
+
+def test_a_sites_waiting_consent_is_counted_once_whichever_way_it_asks(
+    wallet: Engine,  # noqa: F811
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        runner, _, demo = await start_site(host="localhost")
+        _, link = demo.new_code("127.0.0.1")
+        origin = link_origin(check_link(link, dev_local=True))
+        try:
+            async with visitor(wallet) as page:
+                asking = asyncio.create_task(page_request(wallet, origin, SPEECH, True))
+                await page.next_consent(origin)
+                linking = asyncio.create_task(
+                    api(wallet, "POST", "/v1/links", {"link": link, "decision": "ask"})
+                )
+                waiting: list[dict[str, Any]] = []
+                for _ in range(400):  # until the link is answered, or its consent shows too
+                    waiting = [c for c in await page.consents() if c["origin"] == origin]
+                    if linking.done() or len(waiting) > 1:
+                        break
+                    await asyncio.sleep(0.05)
+                seen["waiting"] = len(waiting)
+                for consent in waiting:
+                    await page.answer(consent, "decline")
+                seen["link"] = (await linking)[1]
+                seen["page"] = await asking
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    link = seen["link"]
+    assert (link["ok"], link["code"]) == (False, "request-waiting"), link
+    assert seen["waiting"] == 1, "two consents of one site waiting at once"
+    assert seen["page"] is None
+
+
+def test_decide_on_my_own_turned_off_from_the_terminal_ends_the_return(
+    wallet: Engine,  # noqa: F811
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        runner, demo, code, first = await site_and_link(wallet, "decide-on-my-own")
+        origin = first["origin"]
+        try:
+            seen["off"] = await asyncio.to_thread(cli, wallet, "decide-on-my-own", origin, "off")
+            connection = demo.connection(code)
+            assert connection is not None
+            await connection.ws.close()  # the site drops the connection
+            await until(lambda: len(link_entries(wallet, origin)) >= 1, "the link's end",
+                        seconds=20)  # fmt: skip
+            seen["ends"] = [e["outcome"] for e in link_entries(wallet, origin)]
+            seen["hellos"] = len(demo.hellos)
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen["off"].returncode == 0, seen["off"].stderr
+    assert seen["ends"] == ["decide-on-my-own-off"], seen["ends"]
+    assert seen["hellos"] == 1, "the wallet came back to a site it no longer decides for"
+
+
+def test_limits_set_while_no_engine_runs_hold_once_it_starts(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
+    origin = "https://offline.example.org"
+    args = ["--model", "tiny.en", "--workers", "1", "--idle-release", "0"]
+    given = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
+             "budget": {"perSession": "0.05 USD"}, "expiresAt": in_seconds(3600)}  # fmt: skip
+    engine = Engine.start(home, args, token=TOKEN, log_name="first.log")
+    try:
+        engine.wait_ready()
+        status, made = asyncio.run(
+            api(
+                engine, "POST", "/v1/grants", {"origin": origin, "manifest": SPEECH, "grant": given}
+            )
+        )
+        assert status == 200, made
+    finally:
+        engine.stop()
+    closed = free_port()  # no engine answers there: the terminal writes the store
+    narrowed = cli(engine, "limits", origin, "--max-calls-per-minute", "2", port=closed)
+    on = cli(engine, "decide-on-my-own", origin, "on", port=closed)
+    engine = Engine.start(home, args, token=TOKEN, log_name="second.log")
+    try:
+        engine.wait_ready()
+        _, kept = asyncio.run(api(engine, "GET", f"/v1/grants/{made['grantId']}"))
+        again = asyncio.run(page_request(engine, origin, SPEECH, False))
+    finally:
+        engine.stop()
+    assert narrowed.returncode == 0, narrowed.stderr
+    assert on.returncode == 0, on.stderr
+    assert kept["limits"]["maxCallsPerMinute"] == 2, kept
+    assert again is not None and again["grantId"] == made["grantId"]
+    assert again["limits"]["maxCallsPerMinute"] == 2

@@ -1,5 +1,6 @@
 """``byoa-skills sites limits ORIGIN ...``: make a site's live grants stricter from a terminal,
-as on the wallet page's Sites view, through the running engine's local API."""
+as on the wallet page's Sites view, through the running engine's local API; with no engine
+running, on the store (the engine reads it when it starts)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from typing import Any
 import aiohttp
 
 from byoa_skills.commands.serve import DEFAULT_PORT, api_token
+from byoa_skills.consent.site_changes import SiteChanges, store_shim
 from byoa_skills.serve.token import TOKEN_ENV
+from byoa_skills.store.errors import StoreError
+from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.grants import GrantRefusal
+from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, read_choices
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 #: Each option, the limit it sets and its type.
@@ -36,8 +42,9 @@ def add_limits_parser(actions: argparse._SubParsersAction) -> None:
             "each may only be stricter than the site's manifest states (or, where it states "
             "none, than the wallet's own); a wider value is refused with its code and changes "
             "nothing. 'none' takes a limit back to the manifest's. The new values bind at "
-            "once for new calls, survive a restart, and the site is told. Exit 0 changed, "
-            "1 refused (or no engine, or no live grant), 2 usage error."
+            "once for new calls, survive a restart, and the site is told. With no engine "
+            "running they are written to the store, and the engine reads them when it "
+            "starts. Exit 0 changed, 1 refused (or no live grant), 2 usage error."
         ),
     )
     limits.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
@@ -73,10 +80,8 @@ def run_limits(args: argparse.Namespace) -> int:
         print("byoa-skills sites limits: name at least one limit to set", file=sys.stderr)
         return EXIT_USAGE
     answer = asyncio.run(_send(args.port, api_token(args.token), args.origin, choices))
-    if answer is None:
-        print(f"byoa-skills: no engine answers on port {args.port}: start `byoa-skills serve`",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_REFUSED
+    if answer is None:  # no engine runs: the same owner, on the store (read at start)
+        answer = in_store(args.origin, choices)
     if args.json:
         print(json.dumps(answer, indent=2))
     if not answer.get("ok"):
@@ -91,6 +96,25 @@ def run_limits(args: argparse.Namespace) -> int:
             limits = ", ".join(f"{k} {v}" for k, v in sorted(grant["limits"].items()))
             print(f"{grant['grantId'][:8]}…: {limits}")
     return EXIT_OK
+
+
+def in_store(origin: str, choices: dict[str, Any], sites: SiteStore | None = None) -> Any:
+    """The choices made on the store alone, as the engine's route answers them: every live
+    grant the store keeps for ``origin`` narrowed, and the choices kept for its next grant;
+    written before this returns."""
+    sites = sites or SiteStore()
+    try:
+        summaries = SiteChanges(store_shim(sites)).limits(origin, read_choices(choices))
+    except (ChoiceRefusal, GrantRefusal) as refused:
+        return {"ok": False, "code": refused.code, "message": refused.message,
+                "errors": getattr(refused, "problems", [])}  # fmt: skip
+    except StoreError as error:
+        return {"ok": False, "code": error.code, "message": str(error)[:200]}
+    finally:
+        sites.database.flush()
+    if not summaries:
+        return {"ok": False, "code": "no-live-grant", "message": "the site holds no live grant"}
+    return {"ok": True, "grants": summaries}
 
 
 def _value(kind: type) -> Any:

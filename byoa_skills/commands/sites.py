@@ -12,6 +12,7 @@ import aiohttp
 
 from byoa_skills.commands.serve import DEFAULT_PORT, api_token
 from byoa_skills.commands.site_limits import add_limits_parser
+from byoa_skills.consent.site_changes import SiteChanges, store_shim
 from byoa_skills.serve.token import TOKEN_ENV
 from byoa_skills.store.sites import SiteEntry, SiteListError, SiteStore, normalize_origin
 
@@ -68,20 +69,9 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         origin = normalize_origin(args.origin)
         told = _through_engine(args, origin)
-        if told is not None:  # the running engine changed it, and told the site
-            return _said(args, origin, told)
-        if args.sites_command == "decide-on-my-own":
-            if store.set_decide_on_my_own(origin, args.setting == "on"):
-                print(f"decide on my own: {args.setting} for {origin}")
-                return EXIT_OK
-            print(f"decide on my own is already {args.setting} for {origin}", file=sys.stderr)
-            return EXIT_NOTHING
-        done, nothing = _CHANGES[args.sites_command]
-        if getattr(store, args.sites_command)(origin):
-            print(f"{done} {origin}")
-            return EXIT_OK
-        print(f"{origin} {nothing}", file=sys.stderr)
-        return EXIT_NOTHING
+        if told is None:  # no engine runs: the same owner, on the store (read at start)
+            told = _in_store(store, args, origin)
+        return _said(args, origin, told)
     except (ValueError, SiteListError, OSError) as error:
         print(f"byoa-skills: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -93,14 +83,32 @@ def _engine_options(action: argparse.ArgumentParser) -> None:
     action.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
 
 
+def _setting(args: argparse.Namespace) -> bool | None:
+    return args.setting == "on" if args.sites_command == "decide-on-my-own" else None
+
+
 def _through_engine(args: argparse.Namespace, origin: str) -> dict[str, Any] | None:
     """The running engine's answer to the change (it releases or narrows the site's grants
-    and tells the site), or None when no engine answers on the port (then the store is
-    written here, and the engine reads it when it starts)."""
+    and tells the site), or None when no engine answers on the port, or no port is given
+    (then the store is written here, and the engine reads it when it starts)."""
+    port = getattr(args, "port", None)
+    if port is None:
+        return None
     body: dict[str, Any] = {"action": args.sites_command, "origin": origin}
     if args.sites_command == "decide-on-my-own":
-        body["setting"] = args.setting == "on"
-    return asyncio.run(_post(args.port, args, body))
+        body["setting"] = _setting(args)
+    return asyncio.run(_post(port, args, body))
+
+
+def _in_store(store: SiteStore, args: argparse.Namespace, origin: str) -> dict[str, Any]:
+    """The change made on the store alone (no engine runs), as the engine would answer it;
+    written before this returns."""
+    changes = SiteChanges(store_shim(store))
+    try:
+        done = asyncio.run(changes.change(args.sites_command, origin, _setting(args)))
+    finally:
+        store.database.flush()
+    return done.to_json()
 
 
 async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> Any:
@@ -111,7 +119,7 @@ async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> An
                 pass
         except aiohttp.ClientError:
             return None
-        headers = {"Authorization": f"Bearer {api_token(args.token)}"}
+        headers = {"Authorization": f"Bearer {api_token(getattr(args, 'token', None))}"}
         try:
             async with session.post(f"{url}/v1/sites/change", json=body,
                                     headers=headers) as response:  # fmt: skip
@@ -121,7 +129,7 @@ async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> An
 
 
 def _said(args: argparse.Namespace, origin: str, answer: dict[str, Any]) -> int:
-    """Print what the engine did; the exit status."""
+    """Print what the engine (or the store) did; the exit status."""
     if not answer.get("ok"):
         print(f"byoa-skills: refused: {answer.get('code')}: {answer.get('message')}",
               file=sys.stderr)  # fmt: skip

@@ -8,6 +8,10 @@ narrow them (a ``grant`` frame) and are kept for its next grant. A pause, block 
 disk cannot take yet is in force and told all the same (:class:`Changed` ``pending``).
 "Decide on my own" off drops the site's pairing (the wallet does not come back after a
 restart) and the scope kept with it (turned on again, the site holds only its live grants).
+
+With no engine running, the terminal makes the same changes on a shim over the store alone
+(:func:`store_shim`): the site's kept grants are released or narrowed there and the choices
+kept, and the engine reads them when it starts.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from byoa_skills.skills import SkillEngine
+from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.allowed_scopes import AllowedScopes
 from byoa_skills.store.link_pairings import PairingStore
-from byoa_skills.store.sites import SiteChangePending, normalize_origin
+from byoa_skills.store.sites import SiteChangePending, SiteStore, normalize_origin
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices
 
@@ -41,6 +47,13 @@ class Changed:
         if self.pending:
             shown.update(pending=True, message=self.message[:300])
         return shown
+
+
+def store_shim(sites: SiteStore) -> WalletShim:
+    """A shim over the store alone, for a change made while no engine runs: its live grants
+    are the ones the store keeps (no model runs, nobody is told); what it changes is written
+    to the store, and the engine reads it when it starts."""
+    return WalletShim(SkillEngine(None), sites, ActivityLog(sites.database))
 
 
 class SiteChanges:

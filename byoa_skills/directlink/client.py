@@ -20,7 +20,7 @@ import aiohttp
 from aiohttp import ClientRequest, ClientResponse, WSMsgType
 
 from byoa_skills import __version__
-from byoa_skills.consent.decision import RETURN, Asking, GrantDecision
+from byoa_skills.consent.decision import ON_MY_OWN_OFF, RETURN, Asking, GrantDecision
 from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, resolve_public
 from byoa_skills.directlink.check import LinkCheck
 from byoa_skills.protocol.frames import (
@@ -42,6 +42,7 @@ from byoa_skills.protocol.frames import (
 from byoa_skills.protocol.pending import PENDING_MARGIN
 from byoa_skills.protocol.serving import SendChunk, serve_calls
 from byoa_skills.store.clock import now_ms
+from byoa_skills.store.database import StoreError
 from byoa_skills.store.link_pairings import PairingStore
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.limits import DEFAULT_MAX_PARALLEL_CALLS
@@ -92,9 +93,7 @@ async def link_grant(
     live grant, or one made with what the visitor chose before; :class:`GrantRefusal` with
     the decision's code (``decide-on-my-own-off``, ``asks-for-more``, ``model-not-ticked``,
     ``no-fitting-model``...) otherwise."""
-    decided = await (decision or GrantDecision(shim)).decide(
-        origin, check.manifest, Asking(RETURN)
-    )
+    decided = await (decision or GrantDecision(shim)).decide(origin, check.manifest, Asking(RETURN))
     if decided.grant is None:
         raise GrantRefusal(str(decided.code), "the site gets no grant on its return")
     return decided.grant
@@ -143,6 +142,13 @@ class DirectLink:
                     break
                 if self.shim.sites.state(session.origin) != "active":
                     reason = "site-not-active"
+                    break
+                try:
+                    entry = await asyncio.to_thread(self.shim.sites.get, session.origin)
+                except StoreError:  # fail closed: no return while the store cannot be read
+                    entry = None
+                if entry is None or not entry.decide_on_my_own:  # the visitor turned it off
+                    reason = ON_MY_OWN_OFF
                     break
                 if session.welcomed.is_set():  # it had come back: start the schedule again
                     attempt = 0

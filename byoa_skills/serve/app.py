@@ -94,7 +94,11 @@ def build_app(
     requests: PageRequests | None = None,
 ) -> web.Application:
     """The aiohttp application of the local API (with the wallet page's routes when a
-    ``page`` is given, and the browser extension's when its ``requests`` are)."""
+    ``page`` is given, and the browser extension's when its ``requests`` are).
+
+    Every way in asks one grant decision: the link intake's (made with the wallet page's
+    consent desk) is handed to the page requests and the paired platforms, so that a site's
+    grant and its waiting consents are counted once, whichever way it asks."""
     app = web.Application(
         middlewares=[_guard],
         client_max_size=MAX_MESSAGE_BYTES,
@@ -104,8 +108,14 @@ def build_app(
     app[METRICS_KEY] = metrics
     app[TOKEN_KEY] = token
     app[SHIM_KEY] = shim
-    app[LINKS_KEY] = links or LinkIntake(shim)
-    app[REGISTRATIONS_KEY] = registrations or RegistrationCalls(shim)
+    links = links or LinkIntake(shim, consents=requests.consents if requests else None)
+    decision = links.decision  # the one grant decision of every way in
+    registrations = registrations or RegistrationCalls(shim)
+    registrations.decision = decision
+    if requests is not None:
+        requests.decision = decision
+    app[LINKS_KEY] = links
+    app[REGISTRATIONS_KEY] = registrations
     app.router.add_get("/health", _health)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/metrics", _metrics)
@@ -118,7 +128,9 @@ def build_app(
     app.router.add_post("/v1/skills/{skill}", _call_over_http)
     app.router.add_get("/v1/ws", _websocket)
     app.router.add_get("/openapi.json", openapi_handler)
-    add_openai_routes(app, engine, shim)
+    recordings = add_openai_routes(app, engine, shim)
+    if recordings is not None:
+        metrics.watch_recordings(recordings)
     if page is not None:
         add_routes(app, page)
     if requests is not None:
