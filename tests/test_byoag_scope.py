@@ -12,11 +12,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 from fake_sources import RunningServer, ollama_app, serving
+from speech import skill_input
 from textkit import sources_file
 
 from byoa_skills.byoag.keys import PairwiseKeys
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.consent import decision as decision_module
 from byoa_skills.runtimes.text import SourceStore, TextRuntime
 from byoa_skills.serve.app import build_app
 from byoa_skills.serve.metrics import EngineMetrics
@@ -139,3 +141,40 @@ def test_the_local_api_takes_a_platforms_calls_by_its_registration(
     assert ok_status == 200 and ok["output"]["text"].startswith("hello there")
     assert (scope_status, scope["code"]) == (403, "outside-registration-scope")
     assert (unknown_status, unknown["code"]) == (404, "not-registered")
+
+
+def test_a_skill_of_the_scope_not_served_here_is_refused_until_it_is(
+    tmp_path: Path, ollama: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No speech runs here: the grant holds the scope's text skill, a speech call is refused
+    ``no-fitting-model``; once speech is served, the same grant is widened to it."""
+    calls = calls_in(tmp_path, ollama, ("text.generate", "audio.transcribe"))
+    served = {"text.generate"}
+
+    async def fitting(engine: SkillEngine, manifest: dict[str, Any]) -> set[str]:
+        return set(manifest["skills"]) & served
+
+    monkeypatch.setattr(decision_module, "fitting_skills", fitting)
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        try:
+            text = await calls.call("platform.example", "text.generate", MESSAGES)
+            clip = skill_input("en-hello.wav")
+            speech = await calls.call("platform.example", "audio.transcribe", clip)
+            [grant] = calls.shim.grants.of_origin("https://platform.example")
+            seen["before"] = (text.ok, speech.code, grant.id, grant.skills)
+            served.add("audio.transcribe")
+            speech = await calls.call("platform.example", "audio.transcribe", clip)
+            [grant] = calls.shim.grants.of_origin("https://platform.example")
+            seen["after"] = (speech.code, grant.id, grant.skills)
+        finally:
+            assert calls.shim.engine.text is not None
+            await calls.shim.engine.text.close()
+        return seen
+
+    seen = asyncio.run(main())
+    text_ok, speech_code, grant_id, skills = seen["before"]
+    assert (text_ok, speech_code, skills) == (True, "no-fitting-model", ["text.generate"])
+    # admitted under the same grant, now with speech (no worker runs here to answer it)
+    assert seen["after"] == ("skill-unavailable", grant_id, ["audio.transcribe", "text.generate"])

@@ -1,5 +1,6 @@
 """Grants in the store, by column name, and the one grant an Allow gives: a link, a page's
-request and a paired platform all get it from ``allow_grant``."""
+request and a paired platform all get it from ``allow_grant``, through the one grant
+decision."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from grants import GEO_MANIFEST, grant
 from speech import skill_input
 
 from byoa_skills.byoag.keys import PairwiseKeys
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.consent import decision as decision_module
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms
@@ -111,7 +114,13 @@ def test_every_way_in_gives_the_grant_an_allow_gives() -> None:
     assert ALLOW_GRANT_SECONDS * 1000 == DAY_MS
 
 
-def test_a_paired_platform_gets_the_grant_an_allow_gives_for_its_scope(tmp_path: Path) -> None:
+def test_a_paired_platform_gets_the_grant_an_allow_gives_for_its_scope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def speech_fits(engine: SkillEngine, manifest: dict[str, Any]) -> set[str]:
+        return set(manifest["skills"]) - {"text.generate"}  # no text source here
+
+    monkeypatch.setattr(decision_module, "fitting_skills", speech_fits)
     store = RegistrationStore(tmp_path / "byoag")
     store.save(Registration(
         platform="platform.example", issuer="https://platform.example", registration_id="r1",
@@ -127,6 +136,6 @@ def test_a_paired_platform_gets_the_grant_an_allow_gives_for_its_scope(tmp_path:
     assert result.code == "skill-unavailable"  # admitted under the grant; no speech runs here
     [granted] = shim.grants.all()
     assert granted.origin == "https://platform.example"
-    assert granted.skills == ["text.generate", "audio.transcribe"]  # its scope, as given
+    assert granted.skills == ["audio.transcribe"]  # the skills of its scope served here
     assert granted.given["budget"] == {"perSession": "0 USD"}  # its manifest states no cost
     assert before + DAY_MS <= granted.expires_ms <= after + DAY_MS

@@ -409,6 +409,8 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
         ])  # fmt: skip
         seen["blocked call"] = await call_http(running, "audio.transcribe",
                                                {"grantId": blocked, **hello})  # fmt: skip
+        seen["blocked grant"] = await api(running, "POST", "/v1/grants", {
+            "origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()})  # fmt: skip
         seen["paused call"] = await call_http(running, "audio.transcribe",
                                               {"grantId": paused, **hello})  # fmt: skip
         seen["own call"] = await call_http(running, "audio.transcribe", hello)
@@ -429,7 +431,8 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
             time.sleep(0.2)
         with contextlib.closing(sqlite3.connect(data / "wallet.sqlite3")) as db:
             written = dict(db.execute("SELECT origin, state FROM sites").fetchall())
-        after = asyncio.run(call_http(running, "audio.transcribe", {"grantId": blocked, **hello}))
+        after = asyncio.run(api(running, "POST", "/v1/grants", {
+            "origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()}))  # fmt: skip
     finally:
         running.stop()
         unmount(data)
@@ -440,7 +443,10 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
     sites = {site["origin"]: site for site in seen["sites"][1]["sites"]}
     assert (sites[SITE]["state"], sites[SITE]["pending"]) == ("blocked", True)
     assert (sites[OTHER]["state"], sites[OTHER]["pending"]) == ("paused", True)
-    assert (seen["blocked call"][0], seen["blocked call"][1]["code"]) == (403, "site-blocked")
+    # in force and told at once, as on a disk that takes it: its grants ended (the site hears
+    # bye), and it gets no other
+    assert (seen["blocked call"][0], seen["blocked call"][1]["code"]) == (404, "unknown-grant")
+    assert (seen["blocked grant"][0], seen["blocked grant"][1]["code"]) == (403, "site-blocked")
     assert (seen["paused call"][0], seen["paused call"][1]["code"]) == (403, "site-paused")
     assert seen["own call"][0] == 200
     assert full["status"] == "degraded"

@@ -1,16 +1,18 @@
 """A paired platform's calls: only the skills in its registration's scope, through the shim.
 
-A registration becomes a grant for the platform's origin (its issuer) of exactly the skills in
-its scope, asked of the one grant decision (``consent/decision.py``) as an Allow the visitor
-gave when pairing: the site's live grant when it holds one (as the visitor narrowed it), else
-one made with the visitor's kept choices for that origin (limits, budget, expiry), for at most
-a day at a time, with no budget to spend (its manifest states no cost; local models cost
-nothing): the platform is in the site list under that origin (``sites pause|block`` work as
-for any site), and every call passes the shim's gate and limits; a text call that names no
-model goes to the first model ticked for it (:func:`named_model`). Before that, a skill outside the
-scope is refused with ``outside-registration-scope``, and a platform with no registration
-here (never paired, or revoked) with ``not-registered``, and a ``text.generate`` call while
-no text source answers with a model with ``no-fitting-model`` (no grant is made for it).
+A registration becomes a grant for the platform's origin (its issuer) of the skills in its
+scope this engine serves now (a call of another one of them: ``no-fitting-model``; the grant
+is asked again, and widened, once it is served), asked of the one grant decision
+(``consent/decision.py``) as an Allow the visitor gave when pairing: the site's live grant
+when it holds one (as the visitor narrowed it), else one made with the visitor's kept choices
+for that origin (limits, budget, expiry), for at most a day at a time, with no budget to
+spend (its manifest states no cost; local models cost nothing): the platform is in the site
+list under that origin (``sites pause|block`` work as for any site), and every call passes
+the shim's gate and limits; a text call that names no model goes to the first model ticked
+for it (:func:`named_model`). Before that, a skill outside the scope is refused with
+``outside-registration-scope``, and a platform with no registration here (never paired, or
+revoked) with ``not-registered``, and a ``text.generate`` call while no text source answers
+with a model with ``no-fitting-model`` (no grant is made for it).
 """
 
 from __future__ import annotations
@@ -95,22 +97,28 @@ class RegistrationCalls:
             return self._refused(registration.issuer, skill, "no-fitting-model",
                                  "no text source answers with a model")  # fmt: skip
         try:
-            grant_id = await self._grant_for(registration)
+            grant_id = await self._grant_for(registration, skill)
         except GrantRefusal as refusal:
             return self._refused(registration.issuer, skill, refusal.code, refusal.message)
         grant = self.shim.grants.get(grant_id)
+        if grant is not None and skill not in grant.skills:  # in its scope, not served here
+            return self._refused(registration.issuer, skill, "no-fitting-model",
+                                 "no model here serves this skill now")  # fmt: skip
         if skill == TEXT_SKILL and grant is not None and grant.models:
             params = named_model(params, next(iter(grant.models)))
         return await self.shim.call(grant_id, skill, skill_input, params, deadline, on_chunk)
 
-    async def _grant_for(self, registration: Registration) -> str:
+    async def _grant_for(self, registration: Registration, skill: str) -> str:
         """The grant the platform's calls run under: the one it holds while it lives (and
-        not within a minute of its end), else the one grant decision's."""
+        not within a minute of its end) and has ``skill``, else the one grant decision's (the
+        same grant given the skills of its scope this engine serves now)."""
         now = now_ms()
         held = self._grants.get(registration.registration_id)
         live = self.shim.grants.get(held[0]) if held is not None else None
         if live is not None and now < live.expires_ms - 60_000:
-            return live.id
+            if skill in live.skills:
+                return live.id
+            live = None  # asked again: a skill it lacked may be served now
         if live is not None:
             self.shim.release_grant(live.id)
         try:
