@@ -34,7 +34,7 @@ from byoa_skills.pool import (
     WorkerStartFailed,
 )
 from byoa_skills.pool.config import available_cores, recycle_threshold
-from byoa_skills.runtimes.speech import Transcript
+from byoa_skills.runtimes.speech import DecodeOptions, Transcript
 from byoa_skills.wav import parse_wav
 
 SPEECH = Path(__file__).parent / "data" / "speech"
@@ -338,7 +338,11 @@ def test_the_engine_flags_take_their_defaults_from_the_pool_config() -> None:
     assert (cpu.workers, cpu.max_batch, cpu.device) == (available_cores(), 1, Device.CPU)
     assert cpu.threads_per_worker == PoolConfig.threads_per_worker
     assert (cpu.batch_window, cpu.encoder_seconds) == (0.0, None)
-    assert cpu.encoder_window == DEFAULT_ENCODER_SECONDS == cpu.decode_options().encoder_seconds
+    assert DEFAULT_ENCODER_SECONDS == 30.0  # the whole window, words first
+    assert cpu.encoder_window is None and cpu.decode_options() == DecodeOptions()
+    short = pool_config(build_parser().parse_args(["serve", "--encoder-seconds", "15"]),
+                        "base", Path("m"), "cpu")  # fmt: skip
+    assert short.encoder_window == 15.0 == short.decode_options().encoder_seconds
     whole = pool_config(build_parser().parse_args(["serve", "--encoder-seconds", "30"]),
                         "tiny.en", Path("m"), "cpu")  # fmt: skip
     assert whole.encoder_window is None and whole.decode_options().encoder_seconds is None

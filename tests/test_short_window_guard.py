@@ -13,10 +13,15 @@ import pytest
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import DecodeOptions, SpeechBackend, load_backend
 from byoa_skills.runtimes.speech.base import Transcript
-from byoa_skills.runtimes.speech.whisper_ct2 import compression_ratio, looks_degenerate
+from byoa_skills.runtimes.speech.whisper_ct2 import (
+    compression_ratio,
+    looks_degenerate,
+    says_a_phrase_twice,
+)
 from byoa_skills.wav import parse_wav
 
 SPEECH = Path(__file__).parent / "data" / "speech"
+REAL = Path(__file__).parent / "data" / "realspeech"
 
 
 def clip(file: str) -> np.ndarray:
@@ -46,7 +51,51 @@ def test_what_counts_as_degenerate() -> None:
     assert looks_degenerate(heard("a sentence cut off", budget_hit=True), options)
     assert looks_degenerate(heard("mumbled", avg_logprob=-1.4), options)
     no_ratio = DecodeOptions(compression_ratio_threshold=None, encoder_seconds=15.0)
-    assert not looks_degenerate(heard("five " * 60), no_ratio)
+    varied = " ".join(f"the same long sentence said again as line {n}" for n in range(30))
+    assert compression_ratio(varied) > 2.4 and not says_a_phrase_twice(varied)
+    assert looks_degenerate(heard(varied), options)
+    assert not looks_degenerate(heard(varied), no_ratio)
+
+
+def test_a_phrase_said_twice_in_a_row_is_what_a_short_window_doubles() -> None:
+    assert says_a_phrase_twice("Norway Norway")
+    assert says_a_phrase_twice("Seven of clubs. Seven of clubs.")
+    assert says_a_phrase_twice("Go forward 10 meters, go forward 10 meters")
+    assert not says_a_phrase_twice("And so my fellow Americans, ask not what your country")
+    assert not says_a_phrase_twice("")
+    assert not says_a_phrase_twice("Norway")
+    options = DecodeOptions(encoder_seconds=15.0)
+    assert looks_degenerate(heard("7 of clubs 7 of clubs"), options)  # not for zlib: 1.0
+    assert compression_ratio("7 of clubs 7 of clubs") < 2.4
+
+
+def test_a_short_answer_a_short_window_says_twice_is_said_once_by_the_guard_and_the_default(
+    engine_home: Path,
+) -> None:
+    # "Seven of clubs", 1.4 s of real speech, as a microphone hands it over: 0.9 s of
+    # silence before it; on the 5 s window base says it twice
+    import soundfile
+
+    from byoa_skills.bench.micvariants import RECIPES, mic_variants
+    from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+
+    raw, _ = soundfile.read(REAL / "en-cmu-cards-003.flac", dtype="int16")
+    recipe = next(r for r in RECIPES if r.name == "lead-long")
+    samples = mic_variants(raw, "en-cmu-cards-003.flac", (recipe,))[0].samples
+    audio = samples.astype(np.float32) / 32768.0
+    folder = model_path("base", cache_dir=engine_home / "cache" / "models")
+    unguarded = DecodeOptions(encoder_seconds=5.0, short_window_guard=False)
+    backend = load_backend(folder, model_name="base", cpu_threads=2, options=unguarded)
+    doubled = backend.transcribe(audio, "en")
+    assert doubled.window_seconds == 5.0 and says_a_phrase_twice(doubled.text), doubled.text
+    backend.options = engine_decode_options(15.0, "base")  # the short windows, guarded
+    guarded = backend.transcribe(audio, "en")
+    assert guarded.window_seconds > 5.0 and guarded.attempts > 1
+    assert not says_a_phrase_twice(guarded.text) and "clubs" in guarded.text.lower()
+    backend.options = engine_decode_options(DEFAULT_ENCODER_SECONDS, "base")  # the default
+    default = backend.transcribe(audio, "en")
+    assert default.window_seconds == 30.0 and default.attempts == 1
+    assert not says_a_phrase_twice(default.text) and "clubs" in default.text.lower()
 
 
 def test_a_clip_that_fits_the_short_window_is_answered_from_it(
@@ -134,23 +183,26 @@ def test_the_guard_climbs_the_ladder_and_sends_a_weak_greedy_answer_to_the_beam(
     assert guard_step(unsure, 15.0, 1, 1.1, doubt, unsure_before="Hello world!") == "beam"
     assert guard_step(unsure, 15.0, 1, 1.1, doubt, unsure_before="The long wereld.") == 30.0
     assert guard_step(unsure, 15.0, 1, 1.1, doubt) == 30.0
+    # a phrase said twice climbs like a loop, and gets the beam on the whole window
+    assert guard_step(LADDER, 5.0, 5, 1.0, heard("Norway Norway", tokens=4)) == 10.0
+    assert guard_step(LADDER, 30.0, 1, 1.0, heard("Norway Norway", tokens=4)) == "beam"
+    assert guard_step(LADDER, 30.0, 5, 1.0, heard("Norway Norway", tokens=4)) is None
     # a degenerate answer climbs even when it agrees
     loop = heard("Lordway " * 30, tokens=60, avg_logprob=-0.8)
     assert guard_step(unsure, 5.0, 5, 1.5, loop, unsure_before="Lordway " * 30) == 10.0
 
 
-def test_a_synthetic_clip_unsure_on_every_window_stops_where_two_windows_agree(
+def test_a_synthetic_clip_unsure_on_its_short_window_climbs_and_ends_on_its_words(
     engine_windows: SpeechBackend,
 ) -> None:
-    # en-hello.wav (an espeak voice, 1.1 s) is below -0.6 on every window: 5 s hears
-    # "The long wereld.", 10 s "Hello world!", 15 s "Hello World!" (the whole window's words),
-    # greedy, then the beam on the 15 s encoder output, as a weak greedy answer gets
+    # en-hello.wav (an espeak voice, 1.1 s) is below -0.6 on every window; its 5 s greedy
+    # answer ("The long wereld") is not its words. Where the climb stops depends on the last
+    # digits of each log-probability, which differ with the CPU's kernels (15 s on one
+    # machine, 30 s on another): the rule itself is checked on fixed answers above; here,
+    # that the real clip leaves the 5 s window and ends on the beam with its words.
     answer = engine_windows.transcribe(clip("en-hello.wav"), "en")
     assert answer.text.lower().strip(" .!") == "hello world"
-    assert (answer.window_seconds, answer.beam_size, answer.attempts) == (15.0, 5, 4)
-
-
-REAL = Path(__file__).parent / "data" / "realspeech"
+    assert answer.window_seconds > 5.0 and answer.beam_size == 5 and answer.attempts >= 3
 
 
 def real(file: str) -> np.ndarray:
@@ -162,11 +214,12 @@ def real(file: str) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def engine_windows(engine_home: Path) -> Iterator[SpeechBackend]:
-    """``base`` with the engine's own windows, floors, guard and decode choices."""
-    from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+    """``base`` with the short windows ``serve --encoder-seconds 15`` asks for: the windows,
+    floors, guard and decode choices of the ladder."""
+    from byoa_skills.pool.config import engine_decode_options
 
     folder = model_path("base", cache_dir=engine_home / "cache" / "models")
-    options = engine_decode_options(DEFAULT_ENCODER_SECONDS, "base")
+    options = engine_decode_options(15.0, "base")
     yield load_backend(folder, model_name="base", cpu_threads=2, options=options)
 
 

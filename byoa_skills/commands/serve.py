@@ -136,10 +136,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--encoder-seconds", type=pool_setting("encoder_seconds", float),
         default=PoolConfig.encoder_seconds,
-        help="encode only the first S seconds of each 30 s window when the clips fit, "
-        f"1 to 30 (default {DEFAULT_ENCODER_SECONDS:g}; an answer that looks degenerate "
-        "is decoded again on the whole window; 30: always the whole window, as faster-whisper "
-        "does; see docs/runtime.md; --backend torch always encodes the whole window)",
+        help="the longest encoder window in seconds, 1 to 30 (default "
+        f"{DEFAULT_ENCODER_SECONDS:g}: the whole 30 s window, as faster-whisper decodes, "
+        "because shorter windows lost words on real speech; below 30 a clip gets a window "
+        "sized to its speech, faster, and an answer that looks degenerate or says a phrase "
+        "twice climbs to a larger one; see docs/runtime.md; --backend torch always encodes "
+        "the whole window)",
     )  # fmt: skip
     parser.add_argument(
         "--idle-release", type=pool_setting("idle_release", float),

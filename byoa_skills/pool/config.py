@@ -21,10 +21,11 @@ from byoa_skills.runtimes.speech.options import DecodeOptions
 #: recording is at most one window; sites' clips stay within their own 15 s).
 WINDOW_SECONDS = 30.0
 
-#: The encoder window the CTranslate2 backend uses when none is set, in seconds: answers that
-#: look degenerate on it are decoded again on the whole window (docs/runtime.md has the real
-#: speech it was judged on). 30 asks for the whole window.
-DEFAULT_ENCODER_SECONDS = 15.0
+#: The encoder window the CTranslate2 backend uses when none is set, in seconds: the whole
+#: window, because every shorter one lost words on real speech it was not chosen on
+#: (docs/runtime.md, "Words first"). A smaller ``--encoder-seconds`` asks for the short
+#: windows and their guard, for speed.
+DEFAULT_ENCODER_SECONDS = 30.0
 
 #: The shorter encoder windows below :data:`DEFAULT_ENCODER_SECONDS` a clip may get, in
 #: seconds, and the margin its speech must leave in one (docs/runtime.md has the
@@ -53,11 +54,11 @@ DEFAULT_SHORT_WINDOW_LOGPROB = -0.6
 
 def engine_decode_options(encoder_seconds: float | None, model_name: str = "base") -> DecodeOptions:
     """The engine's decoding options on CTranslate2 with the longest short window
-    ``encoder_seconds`` (None: the whole window only, as faster-whisper decodes): for a model
+    ``encoder_seconds`` (None or 30: the whole window only, as faster-whisper decodes): for a model
     of :data:`MEASURED_MODELS`, the shorter windows, the per-language floors, the guard and
     the greedy choice the real-speech measurements support; for another model the one short
     window with its guard."""
-    if encoder_seconds is None:
+    if encoder_seconds is None or encoder_seconds >= WINDOW_SECONDS:
         return DecodeOptions()
     if model_name not in MEASURED_MODELS:
         return DecodeOptions(

@@ -427,14 +427,29 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
+def says_a_phrase_twice(text: str) -> bool:
+    """Whether ``text`` holds a phrase of one or more words said twice in a row ("Norway
+    Norway", "7 of clubs 7 of clubs"; lower case, punctuation left out): how a short window
+    doubles a short answer."""
+    words = re.findall(r"\w+", text.lower())
+    for size in range(1, len(words) // 2 + 1):
+        for start in range(len(words) - 2 * size + 1):
+            if words[start : start + size] == words[start + size : start + 2 * size]:
+                return True
+    return False
+
+
 def looks_degenerate(transcript: Transcript, options: DecodeOptions) -> bool:
-    """Whether a short-window answer should be decoded again on the whole window: its text
-    repeats itself (compression ratio over ``options.compression_ratio_threshold``), or the
-    decode ran to its token budget without ending, or its average token log-probability is
-    below ``options.log_prob_threshold`` (the marks faster-whisper's own ``transcribe`` takes
-    for a failed decode)."""
+    """Whether a short-window answer should be decoded again on the next larger window: its
+    text repeats itself (compression ratio over ``options.compression_ratio_threshold``, or a
+    phrase said twice in a row, :func:`says_a_phrase_twice`), or the decode ran to its token
+    budget without ending, or its average token log-probability is below
+    ``options.log_prob_threshold`` (the marks faster-whisper's own ``transcribe`` takes for a
+    failed decode)."""
     if not transcript.text:
         return False
+    if says_a_phrase_twice(transcript.text):
+        return True
     limit = options.compression_ratio_threshold
     if limit is not None and compression_ratio(transcript.text) > limit:
         return True
