@@ -137,6 +137,10 @@ def test_pieces_cut_block_by_block_are_the_recordings_own(files: Path) -> None:
         ("BYOA_SKILLS_MAX_UPLOAD_MB", "1e-9"),
         ("BYOA_SKILLS_RECORDINGS_AT_ONCE", "0"),
         ("BYOA_SKILLS_RECORDINGS_AT_ONCE", "1.5"),
+        ("BYOA_SKILLS_UPLOADS_WAITING", "0"),
+        ("BYOA_SKILLS_UPLOADS_WAITING", "many"),
+        ("BYOA_SKILLS_UPLOADS_WAITING_MB", "inf"),
+        ("BYOA_SKILLS_UPLOADS_WAITING_MB", "-5"),
     ],
 )
 def test_serve_refuses_a_limit_that_is_not_a_finite_positive_number(
@@ -153,9 +157,14 @@ def test_serve_refuses_a_limit_that_is_not_a_finite_positive_number(
 def test_the_limits_are_finite_and_positive() -> None:
     limits = UploadLimits.from_env({"BYOA_SKILLS_MAX_RECORDING_MINUTES": "90",
                                     "BYOA_SKILLS_MAX_UPLOAD_MB": "0.5",
-                                    "BYOA_SKILLS_RECORDINGS_AT_ONCE": "3"})  # fmt: skip
+                                    "BYOA_SKILLS_RECORDINGS_AT_ONCE": "3",
+                                    "BYOA_SKILLS_UPLOADS_WAITING": "4",
+                                    "BYOA_SKILLS_UPLOADS_WAITING_MB": "48"})  # fmt: skip
     assert (limits.max_seconds, limits.max_bytes, limits.at_once) == (5400.0, 512 * 1024, 3)
-    for wrong in ({"max_seconds": float("inf")}, {"max_bytes": 0}, {"at_once": 0}):
+    assert (limits.waiting, limits.waiting_bytes) == (4, 48 * MIB)
+    assert (UploadLimits().waiting, UploadLimits().waiting_bytes) == (8, 100 * MIB)
+    for wrong in ({"max_seconds": float("inf")}, {"max_bytes": 0}, {"at_once": 0},
+                  {"waiting": 0}, {"waiting_bytes": 0}):  # fmt: skip
         with pytest.raises(ValueError):
             UploadLimits(**wrong)  # type: ignore[arg-type]
 

@@ -34,6 +34,7 @@ from byoa_skills.runtimes.text import errors as text_errors
 from byoa_skills.serve import openai_api
 from byoa_skills.serve.app import build_app
 from byoa_skills.serve.metrics import EngineMetrics
+from byoa_skills.serve.openai_api import shape as openai_shape
 from byoa_skills.skills import CallResult, SkillEngine, http_status
 from byoa_skills.store import errors as store_errors
 from byoa_skills.store.activity import ActivityLog
@@ -50,7 +51,7 @@ JFK = Path(__file__).parent / "data" / "speech" / "jfk.wav"
 ERROR_MODULES = (
     wav_errors, pool_errors, recording_errors, store_errors, byoag_errors, model_errors,
     text_errors, speech_errors, grants, extension_requests, framing, addresses, check, frames,
-    openai_api, recording_service,
+    openai_api, openai_shape, recording_service,
 )  # fmt: skip
 #: Every refusal type, by name: the classes of those modules that carry a code.
 REFUSAL_TYPES = {

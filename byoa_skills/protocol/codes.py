@@ -36,6 +36,7 @@ HTTP_STATUS: dict[str, int] = {
     # a recording on the OpenAI routes
     "file-too-large": 413,
     "audio-too-long": 413,
+    "uploads-full": 503,
     # a grant, a site and a paired platform's registration
     "unknown-grant": 404,
     "too-many-parallel-calls": 429,

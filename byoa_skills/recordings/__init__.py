@@ -18,6 +18,7 @@ from byoa_skills.recordings.decode import (
 )
 from byoa_skills.recordings.errors import CODES, RecordingError
 from byoa_skills.recordings.gate import DEFAULT_AT_ONCE, RecordingGate
+from byoa_skills.recordings.line import DEFAULT_WAITING, DEFAULT_WAITING_BYTES, Place, UploadLine
 from byoa_skills.recordings.memory import give_back_free_memory
 from byoa_skills.recordings.pieces import (
     VAD_SPAN_SECONDS,
@@ -42,6 +43,7 @@ from byoa_skills.recordings.service import (
 )
 from byoa_skills.recordings.stitch import LongTranscript, join_text, shifted, stitch
 from byoa_skills.recordings.subtitles import srt, vtt
+from byoa_skills.recordings.work import RecordingWork, Stop, Stopped
 
 __all__ = [
     "BLOCK_FRAMES",
@@ -50,6 +52,8 @@ __all__ = [
     "CODES",
     "DEFAULT_AT_ONCE",
     "DEFAULT_MAX_SECONDS",
+    "DEFAULT_WAITING",
+    "DEFAULT_WAITING_BYTES",
     "SKILL",
     "VAD_SPAN_SECONDS",
     "AudioFile",
@@ -58,6 +62,7 @@ __all__ = [
     "CutPiece",
     "LongTranscript",
     "Piece",
+    "Place",
     "Recording",
     "RecordingError",
     "RecordingFailure",
@@ -66,7 +71,11 @@ __all__ = [
     "RecordingProgress",
     "RecordingResult",
     "RecordingService",
+    "RecordingWork",
+    "Stop",
+    "Stopped",
     "Task",
+    "UploadLine",
     "cut",
     "decode_audio",
     "give_back_free_memory",

@@ -8,6 +8,10 @@ A file is decoded twice, never held whole: :func:`open_audio` decodes it once, k
 a count, to find the decoder that reads it and its exact length (so a file too long or
 unreadable is refused before any of it is transcribed); :meth:`AudioFile.blocks` decodes it
 again and hands its samples on :data:`BLOCK_FRAMES` at a time.
+
+Both decodes can be stopped: given a :class:`~byoa_skills.recordings.work.Stop`, they look at
+it after each decoded frame (a few milliseconds of work) and raise
+:class:`~byoa_skills.recordings.work.Stopped` once it is set.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from byoa_skills.recordings.errors import RecordingError
+from byoa_skills.recordings.work import Stop
 from byoa_skills.wav import SAMPLE_RATE, Clip, WavError, max_frames, parse_wav
 
 #: The longest recording taken by default, in seconds (one hour).
@@ -55,28 +60,37 @@ class AudioFile:
         """Duration, ``frames / 16000``."""
         return self.frames / SAMPLE_RATE
 
-    def blocks(self, frames: int = BLOCK_FRAMES) -> Iterator[np.ndarray]:
+    def blocks(self, frames: int = BLOCK_FRAMES, stop: Stop | None = None) -> Iterator[np.ndarray]:
         """The file's samples decoded again (little-endian int16, 16 kHz, mono), in order, in
         blocks of ``frames`` (the last one shorter); a WAV clip's blocks are views on
-        :attr:`data`. Raises :class:`RecordingError` as :func:`open_audio` does."""
+        :attr:`data`. Raises :class:`RecordingError` as :func:`open_audio` does, and
+        :class:`~byoa_skills.recordings.work.Stopped` at the next decoded frame once ``stop``
+        is set."""
+        stop = stop or Stop()
         if self.decoder == "wav":
             samples = parse_wav(self.data, max_seconds=self.max_seconds).samples
             for start in range(0, len(samples), frames):
+                stop.check()
                 yield samples[start : start + frames]
             return
-        decoded = _pyav(self.data) if self.decoder == "pyav" else _soundfile(self.data)
+        decoded = _pyav(self.data, stop) if self.decoder == "pyav" else _soundfile(self.data, stop)
         yield from _rebatched(_bounded(decoded, self.max_seconds), frames)
 
 
-def open_audio(data: bytes, max_seconds: float = DEFAULT_MAX_SECONDS) -> AudioFile:
+def open_audio(
+    data: bytes, max_seconds: float = DEFAULT_MAX_SECONDS, stop: Stop | None = None
+) -> AudioFile:
     """The audio file ``data``, in any format PyAV or libsndfile reads, at any rate and
     channel count, decoded once to count its 16 kHz mono frames (one decoded frame is held
     at a time).
 
     Raises :class:`RecordingError`: ``audio-too-long`` as soon as more than ``max_seconds``
     are decoded, ``audio-undecodable`` when no decoder reads it. A file that holds an audio
-    stream with nothing in it has no frames.
+    stream with nothing in it has no frames. Raises
+    :class:`~byoa_skills.recordings.work.Stopped` at the next decoded frame once ``stop`` is
+    set.
     """
+    stop = stop or Stop()
     try:  # the clip format the sites send: taken as it is, no resampling
         clip = parse_wav(data, max_seconds=max_seconds)
         return AudioFile(data, "wav", clip.frames, max_seconds)
@@ -84,7 +98,7 @@ def open_audio(data: bytes, max_seconds: float = DEFAULT_MAX_SECONDS) -> AudioFi
         if refused.code == "too-long":
             raise _too_long(max_seconds) from None
     try:
-        return AudioFile(data, "pyav", _counted(_pyav(data), max_seconds), max_seconds)
+        return AudioFile(data, "pyav", _counted(_pyav(data, stop), max_seconds), max_seconds)
     except RecordingError as error:
         if error.code != "audio-undecodable":
             raise
@@ -92,7 +106,8 @@ def open_audio(data: bytes, max_seconds: float = DEFAULT_MAX_SECONDS) -> AudioFi
     if not _soundfile_reads(data, max_seconds):
         raise RecordingError("audio-undecodable", why)
     try:
-        return AudioFile(data, "soundfile", _counted(_soundfile(data), max_seconds), max_seconds)
+        frames = _counted(_soundfile(data, stop), max_seconds)
+        return AudioFile(data, "soundfile", frames, max_seconds)
     except RecordingError as error:
         if error.code != "audio-undecodable":
             raise
@@ -109,8 +124,9 @@ def decode_audio(data: bytes, max_seconds: float = DEFAULT_MAX_SECONDS) -> Recor
     return Recording(_joined(list(audio.blocks())), audio.decoder)
 
 
-def _pyav(data: bytes) -> Iterator[np.ndarray]:
-    """The samples PyAV decodes and resamples, as it decodes them."""
+def _pyav(data: bytes, stop: Stop) -> Iterator[np.ndarray]:
+    """The samples PyAV decodes and resamples, as it decodes them; ``stop`` looked at after
+    each decoded frame."""
     import av
 
     try:
@@ -119,6 +135,7 @@ def _pyav(data: bytes) -> Iterator[np.ndarray]:
                 raise RecordingError("audio-undecodable", "the file holds no audio stream")
             resampler = _resampler()
             for frame in container.decode(audio=0):
+                stop.check()
                 for out in resampler.resample(frame):
                     yield out.to_ndarray().reshape(-1)
             for out in resampler.resample(None):
@@ -146,8 +163,9 @@ def _soundfile_reads(data: bytes, max_seconds: float) -> bool:
     return True
 
 
-def _soundfile(data: bytes) -> Iterator[np.ndarray]:
-    """The samples libsndfile reads, mixed to mono and resampled by FFmpeg, block by block."""
+def _soundfile(data: bytes, stop: Stop) -> Iterator[np.ndarray]:
+    """The samples libsndfile reads, mixed to mono and resampled by FFmpeg, block by block;
+    ``stop`` looked at after each block."""
     import av
     import soundfile
 
@@ -156,6 +174,7 @@ def _soundfile(data: bytes) -> Iterator[np.ndarray]:
             rate = int(file.samplerate)
             resampler = _resampler()
             for block in file.blocks(_SOUNDFILE_FRAMES, dtype="float32", always_2d=True):
+                stop.check()
                 mono = block.mean(axis=1, dtype=np.float32).reshape(1, -1)
                 frame = av.AudioFrame.from_ndarray(mono, format="flt", layout="mono")
                 frame.sample_rate = rate

@@ -10,6 +10,7 @@ CODES: dict[str, str] = {
     "file-too-large": "the file is larger than the size limit",
     "audio-too-long": "the recording is longer than the duration limit",
     "audio-undecodable": "no decoder here reads the file as audio",
+    "uploads-full": "as many uploads as the engine holds are already waiting for their turn",
 }
 
 

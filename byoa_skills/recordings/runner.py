@@ -3,8 +3,11 @@
 :func:`run_pieces` knows nothing of workers: it is given ``run_piece`` (the pool's
 ``transcribe`` for the local API, the model in this process for the CLI). The pieces come from
 an iterator that decodes and cuts as it goes (:class:`byoa_skills.recordings.BlockCutter`): it
-runs in a thread of its own, at most ``parallel`` pieces ahead of those running, so a
-recording holds only the pieces running and those about to. When no language is given, the
+is read one piece at a time in the recordings' own threads
+(:class:`~byoa_skills.recordings.work.RecordingWork`), at most ``parallel`` pieces ahead of
+those running, so a recording holds only the pieces running and those about to. When the
+pieces stop (a failure, or the recording cancelled) the piece being cut is stopped at its next
+decoded frame, and :func:`run_pieces` returns only once it has. When no language is given, the
 first piece runs alone and the language it is heard in is used for every other piece, as
 faster-whisper's own ``transcribe`` detects it once from the first window.
 """
@@ -12,13 +15,14 @@ faster-whisper's own ``transcribe`` detects it once from the first window.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from byoa_skills.pool.pool import Priority, WorkerPool
 from byoa_skills.recordings.pieces import Piece
+from byoa_skills.recordings.work import RecordingWork, Stop, until_done
 from byoa_skills.runtimes.speech.base import Transcript
 from byoa_skills.runtimes.speech.options import DecodeRequest
 from byoa_skills.wav import Clip
@@ -37,16 +41,23 @@ async def run_pieces(
     language: str | None,
     parallel: int,
     on_answer: AnswerHook | None = None,
+    *,
+    work: RecordingWork | None = None,
+    stop: Stop | None = None,
 ) -> list[tuple[Piece, Transcript]]:
     """Every piece with its answer, in order, with at most ``parallel`` pieces running at once
-    and at most ``parallel`` more cut and waiting (``pieces`` is read in a thread).
+    and at most ``parallel`` more cut and waiting (``pieces`` is read on ``work``'s threads,
+    or a thread of its own when None).
 
     ``on_answer`` hears each answer in the pieces' order, as soon as it and all before it are
     known. The first failure (of a piece, or of ``pieces`` itself) stops the pieces still
-    running, reads no more of ``pieces``, and is raised; so does a cancellation.
+    running, reads no more of ``pieces``, and is raised; so does a cancellation. Either way
+    ``stop`` (the one ``pieces`` looks at while it decodes and cuts) is set, and this returns
+    or raises only once the piece being read has stopped.
     """
     width = max(1, parallel)
-    feed = _Feed(iter(pieces), ahead=width)
+    own = work is None
+    feed = _Feed(iter(pieces), ahead=width, work=work or RecordingWork(1), stop=stop or Stop())
     cut: list[Piece] = []
     answers: dict[int, Transcript] = {}
     told = 0
@@ -94,20 +105,24 @@ async def run_pieces(
             item = await feed.next()
         await asyncio.gather(*tasks)
     finally:
-        feed.close()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await feed.close()
+        if own:
+            feed.work.close()
     return [(piece, answers[i]) for i, piece in enumerate(cut)]
 
 
 class _Feed:
-    """An iterator read in a thread of its own, at most ``ahead`` items before they are
-    taken; closed in that thread."""
+    """An iterator read one item at a time on ``work``, at most ``ahead`` items before they
+    are taken; ``stop`` is the flag the iterator looks at while it reads."""
 
-    def __init__(self, items: Iterator[CutPiece], ahead: int) -> None:
+    def __init__(self, items: Iterator[CutPiece], ahead: int, work: RecordingWork,
+                 stop: Stop) -> None:  # fmt: skip
         self._items = items
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recording")
+        self.work = work
+        self._stop = stop
         self._ready: asyncio.Queue[asyncio.Future[CutPiece | None]] = asyncio.Queue(ahead)
         self._reading: asyncio.Task[None] | None = None
 
@@ -120,23 +135,43 @@ class _Feed:
     async def _read(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            future = loop.run_in_executor(self._thread, next, self._items, None)
+            future: asyncio.Future[CutPiece | None] = loop.create_future()
             await self._ready.put(future)
             try:
-                if await future is None:
-                    return
-            except Exception:  # the reader of the queue raises it
+                item = await self.work.run(self._next, self._stop)
+            except asyncio.CancelledError:
+                future.cancel()
+                raise
+            except Exception as error:  # the reader of the queue raises it
+                future.set_exception(error)
+                return
+            future.set_result(item)
+            if item is None:
                 return
 
-    def close(self) -> None:
-        """Read no more: the item being read now is the last; the iterator is closed after
-        it, in its thread."""
+    def _next(self, stop: Stop) -> CutPiece | None:
+        return next(self._items, None)
+
+    async def close(self) -> None:
+        """Read no more: the item being read is stopped at its next step, and this returns
+        once it has; the iterator is then closed on ``work``."""
+        self._stop.set()
+        cancelled = False
         if self._reading is not None:
             self._reading.cancel()
+            cancelled = await until_done(self._reading)
+            if not self._reading.cancelled():
+                self._reading.exception()
+        while not self._ready.empty():  # what was read ahead and never taken
+            left = self._ready.get_nowait()
+            if left.done() and not left.cancelled():
+                left.exception()
         close = getattr(self._items, "close", None)
         if close is not None:
-            self._thread.submit(close)
-        self._thread.shutdown(wait=False)
+            with contextlib.suppress(Exception):
+                await self.work.run(lambda _: close())
+        if cancelled:
+            raise asyncio.CancelledError()
 
 
 def pool_runner(

@@ -2,6 +2,11 @@
 cut in bounded blocks while its pieces run, a few recordings at a time, and their answers
 stitched in order.
 
+Decoding, measuring and cutting run on the recordings' own threads
+(:class:`~byoa_skills.recordings.work.RecordingWork`, one per recording in its turn), never
+on the event loop's default executor, and stop at their next decoded frame when the
+recording is stopped; a recording gives its turn back only once they have.
+
 :class:`RecordingService` owns that road for the local API's OpenAI routes (the pieces on the
 pool's workers, behind the sites' clips) and for ``byoa-skills transcribe`` (the pieces on a
 model in this process). Its callers say what they want (:class:`RecordingOptions`) and get
@@ -25,6 +30,7 @@ from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.recordings.decode import DEFAULT_MAX_SECONDS, AudioFile, open_audio
 from byoa_skills.recordings.errors import RecordingError
 from byoa_skills.recordings.gate import DEFAULT_AT_ONCE, RecordingGate
+from byoa_skills.recordings.line import Place, UploadLine
 from byoa_skills.recordings.memory import give_back_free_memory
 from byoa_skills.recordings.pieces import BlockCutter, Piece, piece_seconds
 from byoa_skills.recordings.runner import (
@@ -35,6 +41,7 @@ from byoa_skills.recordings.runner import (
     run_pieces,
 )
 from byoa_skills.recordings.stitch import stitch
+from byoa_skills.recordings.work import RecordingWork, Stop
 from byoa_skills.runtimes.speech.base import Segment, Transcript
 from byoa_skills.runtimes.speech.errors import RuntimeRefusal
 from byoa_skills.runtimes.speech.options import DecodeRequest, Timestamps
@@ -127,7 +134,8 @@ class RecordingService:
     wait their turn, in arrival order, holding only their bytes), each at most
     ``max_seconds`` long, cut into pieces of at most one window (``window_seconds``), with
     ``parallel`` pieces running at once; the memory a recording used is given back to the
-    system when it is done. Made with :meth:`on_pool` or :meth:`in_process`."""
+    system when it is done. Its decoding, measuring and cutting run on :attr:`work`
+    (``at_once`` threads of its own). Made with :meth:`on_pool` or :meth:`in_process`."""
 
     def __init__(
         self,
@@ -139,9 +147,11 @@ class RecordingService:
         max_seconds: float = DEFAULT_MAX_SECONDS,
         at_once: int = DEFAULT_AT_ONCE,
         ready: Callable[[], bool] = lambda: True,
+        line: UploadLine | None = None,
     ) -> None:
         """``runner(request)`` gives the ``run_piece`` that answers one piece decoded as
-        ``request`` asks; ``ready()`` says whether it can run pieces now."""
+        ``request`` asks; ``ready()`` says whether it can run pieces now; ``line`` bounds the
+        uploads held before their turn (the defaults of :class:`UploadLine` when None)."""
         self._runner = runner
         self._ready = ready
         self.model_name = model_name
@@ -149,6 +159,10 @@ class RecordingService:
         self.parallel = max(1, parallel)
         self.max_seconds = max_seconds
         self.gate = RecordingGate(at_once)
+        #: The threads that decode, measure and cut: one per recording in its turn.
+        self.work = RecordingWork(at_once)
+        #: The uploads being received or waiting for their turn, bounded.
+        self.line = line if line is not None else UploadLine()
 
     @classmethod
     def on_pool(
@@ -157,10 +171,12 @@ class RecordingService:
         max_seconds: float = DEFAULT_MAX_SECONDS,
         at_once: int = DEFAULT_AT_ONCE,
         deadline: float | None = None,
+        line: UploadLine | None = None,
     ) -> RecordingService:
         """Pieces on ``pool``'s workers as ``BULK`` calls (the sites' clips go first), as
         many at once as the workers' batches hold, each within ``deadline`` seconds (the
-        pool's call deadline when None), cut to the pool's encoder window."""
+        pool's call deadline when None), cut to the pool's encoder window; uploads held
+        before their turn bounded by ``line``."""
         return cls(
             lambda request: pool_runner(pool, request, deadline),
             model_name=pool.config.model_name,
@@ -169,6 +185,7 @@ class RecordingService:
             max_seconds=max_seconds,
             at_once=at_once,
             ready=lambda: pool.ready,
+            line=line,
         )
 
     @classmethod
@@ -206,6 +223,7 @@ class RecordingService:
         on_piece: PieceHook | None = None,
         client_gone: ClientCheck | None = None,
         progress: RecordingProgress | None = None,
+        place: Place | None = None,
     ) -> RecordingResult:
         """The transcript of the audio file ``data`` (any format PyAV or libsndfile reads,
         decoded once to measure it; or a file :func:`open_audio` has already measured), once
@@ -215,9 +233,12 @@ class RecordingService:
         any piece runs, ``on_piece`` each piece's text in order. Raises
         :class:`RecordingFailure` with the code of what refused it, and :class:`ClientGone`
         as soon as ``client_gone()`` (looked at every :data:`CLIENT_CHECK_SECONDS`) says the
-        client has left, or a hook raises it: the pieces not yet running then never run."""
+        client has left, or a hook raises it: the pieces not yet running then never run, and
+        the decoding and cutting stop at their next frame before the turn is given back.
+
+        ``place`` is the upload's place in :attr:`line`: it is left when the turn comes."""
         progress = progress if progress is not None else RecordingProgress()
-        work = self._in_turn(data, options, progress, on_measured, on_piece)
+        work = self._in_turn(data, options, progress, on_measured, on_piece, place)
         try:
             return await (work if client_gone is None else _unless(client_gone, work))
         except ClientGone:
@@ -233,6 +254,7 @@ class RecordingService:
         progress: RecordingProgress,
         on_measured: MeasuredHook | None,
         on_piece: PieceHook | None,
+        place: Place | None,
     ) -> RecordingResult:
         gate = self.gate
         if gate.decoding >= gate.at_once:
@@ -240,10 +262,14 @@ class RecordingService:
                      gate.waiting + 1)  # fmt: skip
         try:
             async with gate.turn():
+                if place is not None:
+                    place.leave()
                 log.info("event=recording-starts decoding=%d waiting=%d", gate.decoding,
                          gate.waiting)  # fmt: skip
                 return await self._transcribed(data, options, progress, on_measured, on_piece)
         finally:
+            if place is not None:
+                place.leave()
             give_back_free_memory()
 
     async def _transcribed(
@@ -256,7 +282,8 @@ class RecordingService:
     ) -> RecordingResult:
         audio = data
         if not isinstance(audio, AudioFile):
-            audio = await asyncio.to_thread(open_audio, audio, self.max_seconds)
+            raw, limit = audio, self.max_seconds
+            audio = await self.work.run(lambda stop: open_audio(raw, limit, stop))
         progress.seconds = audio.seconds
         if on_measured is not None:
             await on_measured(audio.seconds)
@@ -267,18 +294,20 @@ class RecordingService:
                 await on_piece(piece, answer.text)
 
         run_piece = self._runner(options.decode_request())
+        stop = Stop()
         done = await run_pieces(
-            _pieces(audio, self.window_seconds), run_piece, options.language, self.parallel,
-            answered,
+            _pieces(audio, self.window_seconds, stop), run_piece, options.language,
+            self.parallel, answered, work=self.work, stop=stop,
         )  # fmt: skip
         heard = stitch([p for p, _ in done], [a for _, a in done], audio.seconds, options.language)
         return RecordingResult(heard.text, heard.language, heard.duration, heard.segments,
                                progress.answered)  # fmt: skip
 
 
-def _pieces(audio: AudioFile, window: float) -> Iterator[CutPiece]:
-    """The pieces of ``audio`` with their samples, decoded and cut as they are read."""
-    return BlockCutter(audio.frames, window).pieces(audio.blocks())
+def _pieces(audio: AudioFile, window: float, stop: Stop) -> Iterator[CutPiece]:
+    """The pieces of ``audio`` with their samples, decoded and cut as they are read, the
+    decoding stopped at its next frame once ``stop`` is set."""
+    return BlockCutter(audio.frames, window).pieces(audio.blocks(stop=stop))
 
 
 def _backend_runner(backend: SpeechBackend, request: DecodeRequest) -> PieceRunner:

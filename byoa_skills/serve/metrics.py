@@ -5,13 +5,14 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
 from byoa_skills.pool import WorkerPool
+from byoa_skills.recordings import RecordingService
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 120)
 
 
 class EngineMetrics:
     """Calls by skill and outcome, latency, audio seconds, queue depth, worker restarts, warm
-    workers and the pool's layout."""
+    workers, the pool's layout, and the recordings' work and waiting uploads."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -43,6 +44,23 @@ class EngineMetrics:
         self.layout = Info(
             "byoa_pool_layout", "How the speech pool is laid out", registry=self.registry
         )
+        self.recordings_working = Gauge(
+            "byoa_recordings_working",
+            "Decoding, measuring or cutting jobs of recordings running now (0 once every "
+            "recording has stopped)", registry=self.registry,
+        )  # fmt: skip
+        self.recordings_in_turn = Gauge(
+            "byoa_recordings_in_turn", "Recordings in their turn (decoded, cut, their pieces run)",
+            registry=self.registry,
+        )  # fmt: skip
+        self.uploads_waiting = Gauge(
+            "byoa_uploads_waiting", "Uploads being received or waiting for their turn",
+            registry=self.registry,
+        )  # fmt: skip
+        self.uploads_waiting_bytes = Gauge(
+            "byoa_uploads_waiting_bytes", "Bytes the uploads waiting for their turn hold",
+            registry=self.registry,
+        )  # fmt: skip
 
     def watch_pool(self, pool: WorkerPool) -> None:
         """Read the queue depth and busy workers from ``pool`` at each scrape."""
@@ -57,6 +75,14 @@ class EngineMetrics:
             "idle_release_seconds": f"{config.idle_release:g}",
             "source": config.layout_source,
         })  # fmt: skip
+
+    def watch_recordings(self, recordings: RecordingService) -> None:
+        """Read the recordings' work, turns and waiting uploads from ``recordings`` at each
+        scrape."""
+        self.recordings_working.set_function(lambda: recordings.work.running)
+        self.recordings_in_turn.set_function(lambda: recordings.gate.decoding)
+        self.uploads_waiting.set_function(lambda: recordings.line.held)
+        self.uploads_waiting_bytes.set_function(lambda: recordings.line.bytes)
 
     def on_pool_event(self, kind: str, value: str | float) -> None:
         """The pool's event hook: counts worker restarts by reason."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -161,15 +161,29 @@ class SkillEngine:
 
     def report(self, skill: Any, result: CallResult, seconds: float) -> None:
         """Log one answered call (never its audio or text) and count it in the metrics."""
-        name = skill if isinstance(skill, str) and skill in SKILLS else "unknown"
         outcome = "ok" if result.ok else str(result.code)
-        facts = " ".join(
-            f"{key}={value}" for key, value in (result.measured | result.facts).items()
-        )
-        log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, seconds * 1000, facts)
+        self.report_outcome(skill, outcome, seconds, result.measured, result.facts)
+
+    def report_outcome(
+        self,
+        skill: Any,
+        outcome: str,
+        seconds: float,
+        measured: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Log one answered call and count it in the metrics, as :meth:`call` does for its
+        own: ``outcome`` is ``ok`` or the refusal's code, ``measured`` what was measured of
+        its input in the protocol's names (the skill's audio measure is counted as seconds
+        of audio), ``facts`` what the log may add (never audio or text). For a call that
+        runs beside :meth:`call`, e.g. a recording on the OpenAI routes."""
+        name = skill if isinstance(skill, str) and skill in SKILLS else "unknown"
+        measured = dict(measured or {})
+        told = " ".join(f"{key}={value}" for key, value in (measured | dict(facts or {})).items())
+        log.info("event=call skill=%s outcome=%s ms=%.1f %s", name, outcome, seconds * 1000, told)
         if self._on_call:
             measure = SKILLS[name].audio_measure if name in SKILLS else None
-            audio_seconds = result.measured.get(measure, 0) if measure else 0
+            audio_seconds = measured.get(measure, 0) if measure else 0
             self._on_call(name, outcome, seconds, float(audio_seconds or 0))
 
 

@@ -158,6 +158,7 @@ const CODE_SENTENCES = Object.freeze({
   'missing-file': 'No recording was sent.',
   'file-too-large': 'The file is larger than the wallet takes.',
   'audio-too-long': 'The recording is longer than the wallet takes.',
+  'uploads-full': 'Too many recordings were already waiting; try again once one is done.',
   'audio-undecodable': 'The file cannot be read as sound.',
   'client-gone': 'The program left before the answer was ready.',
   // audio clips (WAV)
