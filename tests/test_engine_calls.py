@@ -118,11 +118,12 @@ def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
         small.stop()
 
 
-def test_on_the_whole_window_answers_equal_faster_whisper_called_directly(
+def test_with_its_defaults_the_engine_answers_as_faster_whisper_called_directly(
     engine_home: Path,
 ) -> None:
+    # the default decode is the whole window: the same words as faster-whisper's own
     whole = start_engine(engine_home, "--model", "base", "--workers", "2",
-                         "--encoder-seconds", "30", log_name="whole.log")  # fmt: skip
+                         log_name="whole.log")  # fmt: skip
     try:
         whole.wait_ready()
         chosen = clips("sentence") + clips("human")
