@@ -62,6 +62,8 @@ NO_FITTING_MODEL = "no-fitting-model"
 MODEL_NOT_TICKED = "model-not-ticked"
 REQUEST_WAITING = "request-waiting"
 ON_MY_OWN_OFF = "decide-on-my-own-off"
+#: A return finds the site's grant ended (the visitor ended it, or its expiry was reached).
+GRANT_ENDED = "grant-ended"
 UNREADABLE = "site-unreadable"
 
 
@@ -114,6 +116,8 @@ class GrantDecision:
     async def decide(self, origin: str, manifest: Any, asking: Asking) -> Decided:
         """A grant for ``origin`` (normalised) asking with ``manifest``, or the refusal's code.
 
+        A link's return (:data:`RETURN`) gets only the site's live grant: one the visitor
+        ended, or whose expiry was reached, is not brought back (``grant-ended``).
         Without a consent the site gets at most what it holds (its live grants, and with
         "decide on my own" the scope kept for it), made with the visitor's kept choices
         (limits, budget, expiry, models), and its live grant back when it holds one. More
@@ -144,6 +148,8 @@ class GrantDecision:
             raise _No(NO_CLICK)
         if asking.way == RETURN and not on_my_own:
             raise _No(ON_MY_OWN_OFF)
+        if asking.way == RETURN and shim.grants.newest_of(origin) is None:
+            raise _No(GRANT_ENDED)  # a return comes back to a live grant, never renews one
         skills = granted_skills(manifest, await fitting_skills(shim.engine, manifest))
         if skills is None:  # a required skill no model here can serve: no consent
             raise _No(NO_FITTING_MODEL)

@@ -5,7 +5,10 @@ of the manifest, and answers the site's ``call`` frames through the shim.
 The connection goes to an address the wallet resolved and checked itself (public only; the
 developer switch allows ``localhost``), with TLS verified for the site's name, no proxy, no
 cookies and no redirects. With "decide on my own" the pairing token is kept and the wallet
-comes back after a drop or a restart, after 1, 2, 5, 10 and then every 30 seconds.
+comes back after a drop or a restart, after 1, 2, 5, 10 and then every 30 seconds, to the
+grant it held: the engine's stop leaves a paired site's grant live (its expiry and spend
+hold across the return), and a grant that ended (released by the visitor, the site blocked
+or forgotten, its expiry reached) ends the pairing too.
 """
 
 from __future__ import annotations
@@ -57,6 +60,11 @@ RECONNECT_SCHEDULE: tuple[float, ...] = (1, 2, 5, 10, 30)
 WALLET = {"name": "byoa-skills", "version": __version__}
 #: The answer to a call over the connection's bound of pending calls (a site sees only this).
 TOO_MANY_PENDING = {"ok": False}
+#: A link's endings after which the wallet does not come back, even after a restart: the
+#: site broke the protocol, or the grant ended (the visitor's end and expiry hold).
+ENDS_PAIRING = frozenset(
+    {"malformed", "bad-session", "manifest-mismatch", "grant-ended", "grant-released"}
+)
 #: The code the wallet's log keeps for such a call.
 TOO_MANY_PENDING_CODE = "too-many-pending-calls"
 
@@ -92,7 +100,7 @@ async def link_grant(
     site it decides for on its own), from the one grant decision with no consent: the site's
     live grant, or one made with what the visitor chose before; :class:`GrantRefusal` with
     the decision's code (``decide-on-my-own-off``, ``asks-for-more``, ``model-not-ticked``,
-    ``no-fitting-model``...) otherwise."""
+    ``no-fitting-model``, ``grant-ended``...) otherwise."""
     decided = await (decision or GrantDecision(shim)).decide(origin, check.manifest, Asking(RETURN))
     if decided.grant is None:
         raise GrantRefusal(str(decided.code), "the site gets no grant on its return")
@@ -130,6 +138,7 @@ class DirectLink:
         """Stay with the site until it ends the session or the wallet may not come back;
         the reason it ended (``bye``, ``bad-session``, ``manifest-mismatch``, ...)."""
         session = self.session
+        keep_grant = False
         try:
             if session.grant_id is None:  # a return: the one grant decision, no consent
                 summary = await link_grant(self.shim, session.check, session.origin,
@@ -162,12 +171,15 @@ class DirectLink:
         except AddressRefused as refused:
             log.warning("event=link-refused origin=%s reason=%r", session.origin, str(refused))
             reason = AddressRefused.code
+        except asyncio.CancelledError:  # the engine stops: a paired site's grant waits for it
+            keep_grant = session.decide_on_my_own and bool(session.pairing)
+            raise
         finally:
-            if session.grant_id:
+            if session.grant_id and not keep_grant:
                 self.shim.release_grant(session.grant_id)
         session.ended = reason
         session.welcomed.set()  # nobody waits for a welcome that will not come
-        if reason in ("malformed", "bad-session", "manifest-mismatch"):
+        if reason in ENDS_PAIRING:
             self.pairings.drop(session.origin)
         self.shim.record_activity(kind="link", origin=session.origin, outcome=reason)
         return reason

@@ -209,7 +209,7 @@ const CODE_SENTENCES = Object.freeze({
   'bad-session': 'The site did not know the link’s one-time code.',
   'manifest-mismatch': 'The site changed its description after you allowed it, so the wallet left.',
   'grant-released': 'The grant was released, so the connection ended.',
-  'grant-ended': 'The grant ended (released, blocked, forgotten or expired), so the wallet said goodbye.',
+  'grant-ended': 'The grant ended (released, blocked, forgotten or expired): the wallet left for good.',
   // the models ticked and the limits you set
   'models-invalid': 'The site’s list of the models it wants is malformed.',
   'models-not-for-skill': 'The site asked for models for a skill that takes none.',
