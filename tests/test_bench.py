@@ -108,10 +108,18 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
             "1,2",
             "--out",
             str(out),
+            *default_names(),  # --quick alone runs only the headline scenarios
         ]
     )
     assert code == 0
     yield out, json.loads((out / "results.json").read_text())
+
+
+def test_quick_alone_runs_the_headline_scenarios_and_names_them_in_its_help() -> None:
+    quick = default_names(quick=True)
+    assert quick == ["wav", "direct", "engine", "accuracy"]
+    assert set(quick) < set(default_names())
+    assert all(name in cli.parser().format_help() for name in quick)
 
 
 def _stats(node: Any) -> Iterator[dict[str, float]]:
