@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import json
 import shlex
 from collections.abc import Iterator
@@ -99,13 +100,21 @@ async def page_api(engine: Engine, method: str, path: str, body: Any = None) -> 
             return await answer.json()
 
 
-def new_grant(engine: Engine, manifest: dict[str, Any] | None = None) -> str:
+_SITES = itertools.count(1)
+
+
+def new_grant(
+    engine: Engine, manifest: dict[str, Any] | None = None, origin: str | None = None
+) -> str:
+    """A grant of its own: a site holds one grant, so each is for an origin of its own
+    unless ``origin`` is given."""
     manifest = manifest or text_manifest()
+    origin = origin or f"https://geo-{next(_SITES)}.example.org"
 
     async def take() -> Any:
         async with aiohttp.ClientSession() as session, session.post(
             f"{engine.url}/v1/grants", headers={"Authorization": f"Bearer {TOKEN}"},
-            json={"origin": "https://geo.example.org", "manifest": manifest, "grant": {
+            json={"origin": origin, "manifest": manifest, "grant": {
                 "byoa": "0.1-draft", "skills": ["text.generate"],
                 "budget": {"perSession": "0.05 USD"}, "expiresAt": "2099-01-01T00:00:00Z",
                 "models": {"m1": f"lab/{MODEL_ALIAS}"}}},
@@ -182,7 +191,7 @@ def test_an_allowed_answer_is_the_same_text_as_with_the_judge_off(
 ) -> None:
     assert set_judge(judged_engine, on=True, model="judge/judge")["ok"]
     JUDGE["answer"] = "allowed: a geography question"
-    grant_id = new_grant(judged_engine)
+    grant_id = new_grant(judged_engine, origin="https://geo.example.org")
     question = "Name the capital of Peru in one word."
     on = streamed(judged_engine, grant_id, question)
     assert last_call(judged_engine).get("judge") == "purpose-fits"

@@ -11,12 +11,14 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from engine import TOKEN, Engine, free_port
 from grants import in_seconds
 from sitekit import until
+from speech import skill_input
 from test_consent_scope import SPEECH, page_request, visitor, wallet  # noqa: F401
 from test_wallet_page import api
 
@@ -25,6 +27,8 @@ from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.demos.site.manifest import build_link, encode_manifest
 from byoa_skills.directlink.check import check_link
 from byoa_skills.directlink.client import link_origin
+
+HELLO = skill_input("en-hello.wav")
 
 
 def cli(engine: Engine, *args: str, port: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -294,3 +298,53 @@ def test_limits_set_while_no_engine_runs_hold_once_it_starts(
     assert kept["limits"]["maxCallsPerMinute"] == 2, kept
     assert again is not None and again["grantId"] == made["grantId"]
     assert again["limits"]["maxCallsPerMinute"] == 2
+
+
+def test_the_wallet_apps_own_grant_route_keeps_one_grant_a_site(wallet: Engine) -> None:  # noqa: F811
+    origin = "https://route.example.org"
+
+    def given(**limits: Any) -> dict[str, Any]:
+        document: dict[str, Any] = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
+                                    "budget": {"perSession": "0.05 USD"},
+                                    "expiresAt": in_seconds(3600)}  # fmt: skip
+        return {**document, "limits": limits} if limits else document
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        body = {"origin": origin, "manifest": SPEECH, "grant": given()}
+        _, seen["first"] = await api(wallet, "POST", "/v1/grants", body)
+        grant_id = seen["first"]["grantId"]
+        _, seen["call"] = await api(wallet, "POST", "/v1/skills/audio.transcribe",
+                                    {"grantId": grant_id, "input": HELLO})  # fmt: skip
+        body = {"origin": origin, "manifest": SPEECH, "grant": given(maxCallsPerMinute=2)}
+        _, seen["second"] = await api(wallet, "POST", "/v1/grants", body)
+        _, seen["shown"] = await api(wallet, "GET", f"/v1/grants/{grant_id}")
+        seen["page"] = await page_request(wallet, origin, SPEECH, True)
+        return seen
+
+    seen = asyncio.run(main())
+    first, second, shown = seen["first"], seen["second"], seen["shown"]
+    assert first["ok"] and seen["call"]["ok"], seen
+    assert second["ok"] and second["grantId"] == first["grantId"], "a second grant for one site"
+    assert shown["limits"]["maxCallsPerMinute"] == 2, shown
+    assert shown["record"]["calls"] == 1, "the site's count started afresh"
+    assert seen["page"] is not None and seen["page"]["grantId"] == first["grantId"]
+
+
+def test_an_expired_grants_extension_answer_is_ok_false_alone(wallet: Engine) -> None:  # noqa: F811
+    origin = "https://expiring.example.org"
+    given = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
+             "budget": {"perSession": "0.05 USD"}, "expiresAt": in_seconds(1.5)}  # fmt: skip
+
+    async def main() -> dict[str, Any]:
+        body = {"origin": origin, "manifest": SPEECH, "grant": given}
+        _, made = await api(wallet, "POST", "/v1/grants", body)
+        assert made["ok"], made
+        ends = datetime.fromisoformat(made["expiresAt"].replace("Z", "+00:00"))
+        await until(lambda: datetime.now(timezone.utc) > ends, "the grant's expiry")
+        call = {"origin": origin, "grantId": made["grantId"], "skill": "audio.transcribe",
+                "input": HELLO}  # fmt: skip
+        return (await api(wallet, "POST", "/v1/extension/call", call))[1]
+
+    answer = asyncio.run(main())
+    assert answer == {"ok": False}, answer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from byoa_skills.store.sites import SiteStore
 JFK = skill_input("jfk.wav")  # 11 s of speech
 HELLO = skill_input("en-hello.wav")
 ORIGIN = "https://geo.example.org"
+_SITES = itertools.count(1)
 
 
 async def api(engine: Engine, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -43,8 +45,11 @@ def post_grant(engine: Engine, origin: Any, manifest_doc: Any, grant_doc: Any) -
 
 
 def new_grant(
-    engine: Engine, origin: str = ORIGIN, manifest_doc: Any = None, **changes: Any
+    engine: Engine, origin: str | None = None, manifest_doc: Any = None, **changes: Any
 ) -> str:
+    """A grant of its own: a site holds one grant, so each grant here is for an origin of
+    its own unless ``origin`` is given."""
+    origin = origin or f"https://geo-{next(_SITES)}.example.org"
     status, answer = request(engine, "POST", "/v1/grants", {
         "origin": origin, "manifest": manifest_doc or GEO_MANIFEST, "grant": grant(**changes),
     })  # fmt: skip

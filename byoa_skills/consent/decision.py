@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from byoa_skills.store.database import StoreError
+from byoa_skills.store.sites import normalize_origin
 from byoa_skills.wallet_shim.consent import (
     ALLOW,
     DECIDE_ON_MY_OWN,
@@ -133,6 +134,30 @@ class GrantDecision:
         except (StoreError, sqlite3.Error, OSError) as error:  # fail closed, and say so
             log.error("event=store-unreadable origin=%s error=%r", origin, str(error))
             return Decided(code=UNREADABLE)
+
+    async def given(self, origin: Any, manifest: Any, grant: Any) -> dict[str, Any]:
+        """Take a grant the wallet app gave for ``origin`` (it showed the consent itself: the
+        local API's ``POST /v1/grants``), counted per site like every other: a site that holds
+        a live grant keeps it, with the given terms (the same ``grantId``, its spend, call
+        times and calls in flight carried on); one that holds none gets a new one. Its
+        summary once what it runs on is warm, or :class:`GrantRefusal` (``origin-invalid``,
+        ``site-paused``, ``site-blocked``, the checks of the manifest and the grant)."""
+        shim = self.shim
+        try:
+            key: str | None = normalize_origin(origin)
+        except (ValueError, TypeError, AttributeError):
+            key = None  # refused origin-invalid by create_grant, with its activity entry
+        live = shim.grants.newest_of(key) if key is not None else None
+        if live is None:
+            summary = shim.create_grant(origin, manifest, grant)
+        else:
+            state = await asyncio.to_thread(shim.sites.state, live.origin)
+            if state != "active":
+                shim.record_activity(kind="grant", origin=live.origin, outcome=f"site-{state}")
+                raise GrantRefusal(f"site-{state}", f"the visitor has {state} this site")
+            summary = shim.succeed_grant(live.id, manifest, grant)
+        await shim.engine.warm_up(summary["skills"])
+        return summary
 
     async def _decide(self, origin: str, manifest: Any, asking: Asking) -> Decided:
         problems = manifest_problems(manifest)

@@ -16,6 +16,7 @@ from typing import Any
 
 from byoa_skills.consent.decision import REQUEST, Asking, GrantDecision
 from byoa_skills.protocol.refusal import Refusal
+from byoa_skills.store.clock import now_ms
 from byoa_skills.store.origins import normalize_origin
 from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.grants import Grant
@@ -85,8 +86,8 @@ class PageRequests:
     ) -> dict[str, Any]:
         """``{ok: true, output, grant}`` or ``{ok: false, grant}`` for a page's ``call``, with
         the grant as it is now (the visitor may have changed it), and ``{ok: false}`` alone
-        once it has ended; a grant is used only from the origin it was given to
-        (``{ok: false}`` from another)."""
+        once it has ended (released, or its expiry reached); a grant is used only from the
+        origin it was given to (``{ok: false}`` from another)."""
         grant = self._own_grant(origin, grant_id)
         if grant is None:
             self.shim.record_activity(kind="call", origin=_origin_or_none(origin),
@@ -94,6 +95,8 @@ class PageRequests:
             return NO_CALL
         result = await self.shim.call(grant.id, skill, skill_input, params)
         live = self.shim.grants.get(grant.id)  # as it is now: the visitor may have changed it
+        if live is not None and live.expires_ms <= now_ms():  # expired: it has ended
+            live = None
         told = None if live is None else {"grantId": live.id, **self.shim.site_grant(live)}
         if result.ok and isinstance(result.output, dict):
             return {"ok": True, "output": result.output, "grant": told}

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.consent.decision import GrantDecision
 from byoa_skills.consent.site_changes import SITE_ACTIONS, SiteChanges
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
@@ -81,6 +82,7 @@ TOKEN_KEY = web.AppKey("token", str)
 SHIM_KEY = web.AppKey("shim", WalletShim)
 LINKS_KEY = web.AppKey("links", LinkIntake)
 REGISTRATIONS_KEY = web.AppKey("registrations", RegistrationCalls)
+DECISION_KEY = web.AppKey("decision", GrantDecision)
 
 
 def build_app(
@@ -115,6 +117,7 @@ def build_app(
     if requests is not None:
         requests.decision = decision
     app[LINKS_KEY] = links
+    app[DECISION_KEY] = decision
     app[REGISTRATIONS_KEY] = registrations
     app.router.add_get("/health", _health)
     app.router.add_get("/ready", _ready)
@@ -214,7 +217,7 @@ async def _create_grant(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     try:
-        summary = await request.app[SHIM_KEY].grant_when_warm(
+        summary = await request.app[DECISION_KEY].given(
             body.get("origin"), body.get("manifest"), body.get("grant")
         )
     except GrantRefusal as refused:
