@@ -348,3 +348,29 @@ def test_an_expired_grants_extension_answer_is_ok_false_alone(wallet: Engine) ->
 
     answer = asyncio.run(main())
     assert answer == {"ok": False}, answer
+
+
+def test_a_budget_change_sends_no_grant_frame_the_same_as_the_last(wallet: Engine) -> None:  # noqa: F811
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        runner, demo, code, first = await site_and_link(wallet, "allow")
+        origin = first["origin"]
+        try:
+            connection = demo.connection(code)
+            assert connection is not None
+            _, seen["budget"] = await api(wallet, "POST", "/v1/sites/limits", {
+                "origin": origin, "choices": {"budget": "0.01 USD"}})  # fmt: skip
+            _, seen["limit"] = await api(wallet, "POST", "/v1/sites/limits", {
+                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            await until(lambda: len(connection.grants) >= 2, "the grant frame of the limit")
+            seen["frames"] = list(connection.grants)
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen["budget"]["ok"] and seen["limit"]["ok"], seen
+    frames = seen["frames"]
+    assert frames[1] != frames[0], "a grant frame the same as the hello's"
+    assert frames[1]["limits"]["maxCallsPerMinute"] == 3, frames

@@ -84,6 +84,8 @@ class LinkSession:
     ended: str | None = None
     #: The wallet said bye because the grant ended (released, blocked, forgotten, expired).
     grant_ended: bool = False
+    #: The grant as the site was last told it (the hello's, then each ``grant`` frame's).
+    told: dict[str, Any] | None = None
 
 
 def link_origin(check: LinkCheck) -> str:
@@ -215,6 +217,7 @@ class DirectLink:
             return "grant-released"
         first = session.pairing is None
         granted = self.shim.site_grant(grant)
+        session.told = granted
         hello = hello_frame(check.session if first else None, session.pairing, WALLET, granted)
         await ws.send_str(encode(hello))
         welcome = await self._welcome(ws)
@@ -295,8 +298,10 @@ class DirectLink:
         return ending
 
     async def _tell_changes(self, ws: aiohttp.ClientWebSocketResponse) -> str:
-        """Send the site a ``grant`` frame for each change of its grant the visitor makes,
-        and ``bye`` (then close) when the grant ends: released, the site blocked or
+        """Send the site a ``grant`` frame for each change of its grant the visitor makes
+        (one made while the link waited for its welcome is told once it is up; a change the
+        site's grant object does not show, such as the budget, sends no frame the same as
+        the last), and ``bye`` (then close) when the grant ends: released, the site blocked or
         forgotten, or the grant's expiry reached. ``grant-ended`` once it said bye."""
         grant_id = str(self.session.grant_id)
         changes: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
@@ -311,6 +316,11 @@ class DirectLink:
                 grant = self.shim.grants.get(grant_id)
                 if grant is None:
                     break
+                now = self.shim.site_grant(grant)
+                if now != self.session.told:  # a change since the site was last told
+                    await ws.send_str(encode(grant_frame(now)))
+                    self.session.told = now
+                    log.info("event=link-grant-told origin=%s", self.session.origin)
                 left = max(0.0, (grant.expires_ms - now_ms()) / 1000)
                 try:
                     told = await asyncio.wait_for(changes.get(), left)
@@ -319,8 +329,6 @@ class DirectLink:
                     break
                 if told is None:
                     break
-                await ws.send_str(encode(grant_frame(told)))
-                log.info("event=link-grant-told origin=%s", self.session.origin)
         finally:
             stop()
         self.session.grant_ended = True
