@@ -404,7 +404,7 @@ def test_engine_and_pairings_views(wallet: Engine) -> None:
 
     engine, pairings = asyncio.run(main())
     assert "tiny.en" in engine and "openrouter" in engine and "up" in engine
-    assert "encoder window 15 s, let go after 600 s idle" in engine  # the layout it runs
+    assert "encoder window 30 s, let go after 600 s idle" in engine  # the layout it runs
     assert "Layout chosen by" in engine and "the options serve was started with" in engine
     assert "No platform is paired." in pairings
 
