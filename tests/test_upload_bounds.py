@@ -6,7 +6,6 @@ beyond the line's count or bytes are refused ``uploads-full``."""
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import threading
 import time
@@ -14,11 +13,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
-import numpy as np
 import pytest
 from engine import TOKEN, Engine
 from speech import SPEECH
 
+from byoa_skills.bench.scenarios.longmemory import repeated_recording
 from byoa_skills.recordings import AudioFile, RecordingWork, Stop, open_audio
 
 #: The long recording's length: 59 one-minute copies.
@@ -29,46 +28,11 @@ STAYS, APART = 1.5, 0.5
 DROPPED = 6
 
 
-def long_opus(path: Path, minutes: int = MINUTES) -> bytes:
-    """``minutes`` of a tone in noise as Ogg Opus (16 kb/s, about 6 MB an hour): one minute
-    encoded by PyAV, its packets written again ``minutes`` times, one after the other."""
-    import av
-
-    if path.exists():
-        return path.read_bytes()
-    rate, minute = 48000, io.BytesIO()
-    samples = np.arange(rate * 60)
-    noise = np.random.default_rng(7).normal(0, 500, len(samples))
-    tone = (np.sin(2 * np.pi * 300 * samples / rate) * 8000 + noise).astype("<i2")
-    with av.open(minute, mode="w", format="ogg") as file:
-        stream = file.add_stream("libopus", rate=rate, layout="mono")
-        stream.bit_rate = 16000
-        frame = av.AudioFrame.from_ndarray(tone.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate, frame.pts = rate, 0
-        for packet in [*stream.encode(frame), *stream.encode(None)]:
-            file.mux(packet)
-    minute.seek(0)
-    out = io.BytesIO()
-    with av.open(minute) as source, av.open(out, mode="w", format="ogg") as target:
-        given = source.streams.audio[0]
-        written = target.add_stream_from_template(given)
-        packets = [packet for packet in source.demux(given) if packet.size]
-        span = packets[-1].pts + packets[-1].duration - packets[0].pts
-        for copy in range(minutes):
-            for packet in packets:
-                again = av.Packet(bytes(packet))
-                again.pts, again.dts = packet.pts + copy * span, packet.dts + copy * span
-                again.duration, again.time_base = packet.duration, packet.time_base
-                again.stream = written
-                target.mux(again)
-    path.write_bytes(out.getvalue())
-    return path.read_bytes()
-
-
 @pytest.fixture(scope="session")
 def hour(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    """59 minutes of Ogg Opus, made once a session."""
-    return long_opus(tmp_path_factory.mktemp("uploads") / "hour.opus")
+    """59 minutes of a tone in noise as Ogg Opus (16 kb/s, about 6 MB), made once a session."""
+    path = tmp_path_factory.mktemp("uploads") / "hour.opus"
+    return repeated_recording(path, MINUTES, "libopus", "ogg", 16000, 48000).read_bytes()
 
 
 def test_a_measure_cancelled_returns_once_its_decode_has_stopped(hour: bytes) -> None:

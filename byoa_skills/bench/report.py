@@ -226,6 +226,8 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             f"idle, {_n(entry['site_during_s'])} s during the long job "
             f"({entry['site_calls_during']} calls).",
         ]  # fmt: skip
+    elif name == "longmemory":
+        lines += _longmemory_lines(entry)
     elif name == "tune":
         lines += ["| candidate | clips/s, twice the cores in flight | p50 one at a time (s) |",
                   "|---|---|---|"]  # fmt: skip
@@ -240,6 +242,26 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             f"Workers: {workers} MiB; front process: {entry['front_rss_mib']:.0f} MiB; "
             f"total {entry['total_rss_mib']:.0f} MiB."
         )
+    return lines
+
+
+def _longmemory_lines(entry: dict[str, Any]) -> list[str]:
+    """The front process's memory for each long recording, then the burst of uploads whose
+    clients leave: its peak, its answers and the CPU time spent after they left."""
+    lines = ["| recordings | peak growth MiB | kept MiB | wall s |", "|---|---|---|---|"]
+    for key, step in entry["steps"].items():
+        lines.append(f"| {key.replace('_x', ', ')} at once | {_n(step['peak_growth_mib'])} | "
+                     f"{_n(step['kept_growth_mib'])} | {_n(step['seconds'])} |")  # fmt: skip
+    burst = entry.get("burst")
+    if burst:
+        answers = ", ".join(f"{outcome}: {count}" for outcome, count in burst["outcomes"].items())
+        idle = burst["working_zero_after_s"]
+        lines += ["", f"{burst['uploads']} uploads of {_n(burst['file_mib'])} MiB at once, each "
+                  f"client gone after {_n(burst['stays_s'])} s: peak growth "
+                  f"{_n(burst['peak_growth_mib'])} MiB; {answers}; serve used "
+                  f"{_n(burst['cpu_after_s'])} s of CPU in the {_n(burst['after_s'])} s after "
+                  f"they left" + ("" if idle is None else
+                                  f" (no recording working {_n(idle)} s after)") + "."]  # fmt: skip
     return lines
 
 
