@@ -73,7 +73,6 @@ __all__ = [
     "answer",
     "error_body",
     "read_form",
-    "recordings_of",
     "refused",
     "verbose_json",
 ]
@@ -101,8 +100,3 @@ def add_openai_routes(
     app.router.add_get("/v1/models", models)
     app.on_response_prepare.append(in_openai_shape)
     return recordings
-
-
-def recordings_of(app: web.Application) -> RecordingService | None:
-    """The recordings' service of an application the OpenAI routes were added to."""
-    return app[DOOR].recordings
