@@ -73,7 +73,7 @@ def test_serve_help_explains_readiness_and_draining() -> None:
     text = " ".join(done.stdout.split())
     assert done.returncode == 0
     assert "GET /ready answers 200 once every worker is warm" in text
-    assert "SIGTERM drains" in text
+    assert "SIGTERM or Ctrl-C drains" in text
 
 
 def test_device_auto_falls_back_to_the_cpu_without_a_gpu() -> None:
