@@ -12,8 +12,10 @@ the ones the docs show).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -270,6 +272,8 @@ def test_no_answer_is_a_decline(wallet: Engine) -> None:
         async with wallet_page(wallet) as page:
             _, link = demo.new_code("127.0.0.1")
             result = await hand_over(wallet, link)  # nobody answers for 8 s
+            with contextlib.suppress(playwright.TimeoutError):  # the page hears of the close
+                await page.locator("article.consent").first.wait_for(state="detached", timeout=5000)
             left = await page.locator("article.consent").count()
             return result, len(demo.hellos), left
 
@@ -1002,3 +1006,71 @@ def test_the_pairings_view_shows_a_pairing_and_axe_finds_nothing(wallet: Engine)
     assert seen["ago"] == "just now" and seen["datetime"] == paired.paired_at
     assert seen["findings"] == []
     assert seen["left"] == []  # revoked from the page
+
+
+# The Sites view of one origin, measured in the browser: the text of its limits, the boxes of
+# its "decide on my own" line and its judge switch, and each judge select's room for its text.
+SITES_VIEW = r"""(origin) => {
+  const card = document.querySelector(`article.site[data-origin="${origin}"]`);
+  const own = card.querySelector('input[type=checkbox][id$="-own"]').parentElement;
+  const judge = card.querySelector('select[data-judge-site]').parentElement;
+  const a = own.getBoundingClientRect(), b = judge.getBoundingClientRect();
+  const apart = a.bottom <= b.top || b.bottom <= a.top;  // one above the other, never side by side
+  const judgeSelects = document.querySelectorAll('#judge select, article.site select');
+  const selects = [...judgeSelects].map((select) => {
+    const shown = select.options[select.selectedIndex].text;
+    const probe = select.cloneNode(false);  // the same select holding the shown text alone
+    probe.removeAttribute('id');
+    probe.append(new Option(shown, '', true, true));
+    Object.assign(probe.style, { width: 'auto', minWidth: '0', maxWidth: 'none',
+      position: 'absolute', visibility: 'hidden' });
+    select.parentNode.append(probe);
+    const needed = probe.getBoundingClientRect().width;
+    probe.remove();
+    const box = select.getBoundingClientRect();
+    return { shown, needed, width: box.width, right: box.right };
+  });
+  return {
+    limits: card.querySelector('tr[data-grant] td:nth-child(4)').innerText,
+    text: card.innerText,
+    ownText: own.innerText, judgeText: judge.innerText,
+    nested: own.contains(judge) || judge.contains(own), apart, selects,
+    viewport: window.innerWidth, pageWidth: document.documentElement.scrollWidth,
+    consentLimits: limitsText({ maxCallsPerMinute: 3, maxParallelCalls: 2 }),
+  };
+}"""
+
+
+@pytest.mark.parametrize("width", [360, 1280])
+def test_the_sites_view_reads_like_the_consent_at_360_px_and_on_a_desktop(
+    wallet: Engine, width: int
+) -> None:
+    origin = f"https://plain-words-{width}.example.org"
+
+    async def main() -> dict[str, Any]:
+        await granted(wallet, origin, limits={"maxCallsPerMinute": 3})
+        async with reading_page(wallet, width=width) as page:
+            card = await site_card(page, origin)
+            await card.locator("tr[data-grant]").wait_for()
+            await page.wait_for_selector("#judge select")
+            await shot(page, f"sites-{width}")
+            return dict(await page.evaluate(SITES_VIEW, origin))
+
+    seen = asyncio.run(main())
+    # the limits in force in the consent's words, the site's clip limit with the grant's rate
+    assert "Calls per minute 3" in seen["limits"], seen["limits"]
+    assert "Longest clip (seconds) 15" in seen["limits"], seen["limits"]
+    assert not re.search(r"max[A-Z]", seen["text"]), seen["text"]
+    assert seen["consentLimits"] == "Calls per minute 3, Calls at once 2"  # one mapping for both
+    # "decide on my own" and the judge's switch: two boxes apart, two lines of text
+    assert "Decide on my own" in seen["ownText"] and "Purpose judge" in seen["judgeText"]
+    assert not seen["nested"] and seen["apart"]
+    lines = seen["text"].splitlines()
+    assert not [line for line in lines if "Decide on my own" in line and "judge" in line], lines
+    # each judge select shows its chosen option whole, and nothing widens the page
+    shown = {select["shown"] for select in seen["selects"]}
+    assert {"a local model the wallet picks", "as the default"} <= shown, shown
+    for select in seen["selects"]:
+        assert select["width"] >= select["needed"] - 1, select
+        assert select["right"] <= seen["viewport"], select
+    assert seen["pageWidth"] <= seen["viewport"]

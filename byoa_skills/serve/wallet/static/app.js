@@ -448,8 +448,31 @@ function originHeading(view, level) {
   return lines;
 }
 
+// The readable name of each limit a visitor may set, in the order shown.
+const LIMIT_NAMES = Object.freeze({
+  maxCallsPerMinute: 'Calls per minute',
+  maxParallelCalls: 'Calls at once',
+  maxClipSeconds: 'Longest clip (seconds)',
+  maxTextChars: 'Longest text (characters)',
+  maxAnswerTokens: 'Longest answer (tokens)',
+  maxCallSeconds: 'Longest call (seconds)',
+});
+
+// A limit's name as the consent form writes it; one the page does not know, in words.
+function limitName(name) {
+  if (LIMIT_NAMES[name]) return LIMIT_NAMES[name];
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+// Limits in the consent form's words and order ("Calls per minute 3"), on a consent and on a
+// site's grants alike.
 function limitsText(limits) {
-  const parts = Object.entries(limits || {}).map(([name, value]) => name + ' ' + value);
+  const known = Object.keys(LIMIT_NAMES);
+  const rank = (name) => (known.includes(name) ? known.indexOf(name) : known.length);
+  const parts = Object.entries(limits || {})
+    .sort(([a], [b]) => rank(a) - rank(b))
+    .map(([name, value]) => limitName(name) + ' ' + value);
   return parts.length ? parts.join(', ') : 'none stated';
 }
 
@@ -542,16 +565,6 @@ function consentCard(consent) {
   card.append(answers);
   return card;
 }
-
-// The readable name of each limit a visitor may set, in the order shown.
-const LIMIT_NAMES = Object.freeze({
-  maxCallsPerMinute: 'Calls per minute',
-  maxParallelCalls: 'Calls at once',
-  maxClipSeconds: 'Longest clip (seconds)',
-  maxTextChars: 'Longest text (characters)',
-  maxAnswerTokens: 'Longest answer (tokens)',
-  maxCallSeconds: 'Longest call (seconds)',
-});
 
 // The models a consent offers, grouped by company, as checkboxes; Allow waits until the ticks
 // satisfy what the site asks (how many, how many needed, different companies).
@@ -814,9 +827,9 @@ async function loadJudge() {
   for (const [value, label] of [['blocked', 'hold the answer back'], ['ask', 'ask me']]) {
     mismatch.append(el('option', { value, text: label, selected: judge.mismatch === value }));
   }
-  card.append(el('div', { className: 'limit-grid' },
-    el('label', { for: modelId, text: 'Model that judges' }), model, el('span'),
-    el('label', { for: mismatchId, text: 'When a call does not fit' }), mismatch, el('span')));
+  card.append(el('div', { className: 'judge-grid' },
+    el('label', { for: modelId, text: 'Model that judges' }), model,
+    el('label', { for: mismatchId, text: 'When a call does not fit' }), mismatch));
   box.append(card);
 }
 
