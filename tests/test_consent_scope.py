@@ -154,6 +154,28 @@ def test_one_call_of_a_grant_waits_for_the_visitor_at_a_time() -> None:
     assert first is True and second == ASK_WAITING and shown == 1
 
 
+def test_one_site_cannot_fill_the_desk_with_asks_and_another_sites_request_is_shown() -> None:
+    async def main() -> tuple[list[Any], list[str], Any]:
+        desk = ConsentDesk(seconds=5)
+        call = {"skill": "audio.transcribe", "input": {"clipSeconds": 1}}
+        grants = [made_grant() for _ in range(MAX_CONSENTS_WAITING + 2)]  # one site, many grants
+        asks = [asyncio.create_task(desk.ask_call(one, call, [])) for one in grants]
+        await asyncio.sleep(0.1)
+        other = asyncio.create_task(desk.ask("request", "https://other.example", {}))
+        await asyncio.sleep(0.1)
+        shown = [consent.origin for consent in desk.waiting()]
+        for consent in desk.waiting():
+            desk.answer(
+                consent.id, "allow" if consent.origin == "https://other.example" else "decline"
+            )
+        return list(await asyncio.gather(*asks)), shown, await other
+
+    answers, shown, other = asyncio.run(main())
+    assert shown == [PAGE, "https://other.example"]  # one ask of the site waits, the request too
+    assert answers.count(ASK_WAITING) == MAX_CONSENTS_WAITING + 1 and answers.count(False) == 1
+    assert other == "allow"
+
+
 def test_the_desk_shows_a_bounded_number_of_consents() -> None:
     async def main() -> tuple[list[str], int]:
         desk = ConsentDesk(seconds=5)

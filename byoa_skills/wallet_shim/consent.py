@@ -33,8 +33,9 @@ NO_ANSWER = "no-answer"
 MAX_CONSENTS_WAITING = 16
 #: What :meth:`ConsentDesk.ask` answers, without showing anything, when that many wait.
 TOO_MANY_CONSENTS = "too-many-consents"
-#: What the gate's ask answers for a call whose grant already has a call waiting for the
-#: visitor (one at a time per grant).
+#: What the gate's ask answers for a call whose site already has a call waiting for the
+#: visitor: one at a time per origin, across all of its grants, so that one site never fills
+#: the desk and another site's request is still shown.
 ASK_WAITING = "ask-waiting"
 
 
@@ -88,7 +89,7 @@ class ConsentDesk:
         self.seconds = seconds if seconds is not None else consent_seconds()
         self._waiting: dict[str, Consent] = {}
         self._listeners: list[Listener] = []
-        self._asking_grants: set[str] = set()
+        self._asking_sites: set[str] = set()
 
     def listen(self, listener: Listener) -> None:
         """Tell ``listener`` of every consent opened and closed from now on."""
@@ -152,16 +153,16 @@ class ConsentDesk:
     ) -> bool | str:
         """The gate's ask hook: show the call the gate asks about and wait for the visitor;
         True for Allow (or Allow and decide on my own), False for a decline. One call of a
-        grant waits for the visitor at a time: another is answered :data:`ASK_WAITING` at
-        once, and :data:`TOO_MANY_CONSENTS` when the desk is full (the codes it is refused
-        with)."""
-        if grant.id in self._asking_grants:
+        site (its origin, whichever of its grants the call is under) waits for the visitor at
+        a time: another is answered :data:`ASK_WAITING` at once, and
+        :data:`TOO_MANY_CONSENTS` when the desk is full (the codes it is refused with)."""
+        if grant.origin in self._asking_sites:
             return ASK_WAITING
-        self._asking_grants.add(grant.id)
+        self._asking_sites.add(grant.origin)
         try:
             decision = await self.ask("call", grant.origin, call_view(grant.origin, call, reasons))
         finally:
-            self._asking_grants.discard(grant.id)
+            self._asking_sites.discard(grant.origin)
         if decision == TOO_MANY_CONSENTS:
             return decision
         return decision in (ALLOW, DECIDE_ON_MY_OWN)
