@@ -289,3 +289,24 @@ def test_a_small_run_on_base_gives_both_ways_per_part_kind_and_language(
     assert set(whole["answered_by"]) == {"30 s, beam 5"}
     assert set(figures["engine_minus_whole"]) == set(figures["doubled_engine_minus_whole"])
     assert isinstance(figures["within_goal"], bool)
+
+
+@pytest.mark.slow
+def test_the_quick_group_judges_one_variant_per_language_of_the_held_out_part(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    from byoa_skills.bench.context import Context, settings_for
+    from byoa_skills.models.cache import model_path
+    from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
+    from byoa_skills.runtimes.speech import DecodeOptions
+
+    folder = model_path("base", cache_dir=engine_home / "cache" / "models")
+    ctx = Context(settings_for(True, "base", "cpu"), {}, "", tmp_path, folder, 1)
+    figures = accuracy.run(ctx)
+    assert figures["parts_judged"] == ["held-out"] and figures["variants"] == ["mic"]
+    assert figures["calls"] == len(LANGUAGES) and figures["clips"] == len(LANGUAGES)
+    same = engine_decode_options(DEFAULT_ENCODER_SECONDS, "base") == DecodeOptions()
+    assert figures["engine_is_whole_window"] is same
+    for way in figures["ways"].values():
+        assert set(way["wer"]) == set(way["doubled"]) == LANGUAGES
+    assert set(figures["ways"]["whole"]["answered_by"]) == {"30 s, beam 5"}
