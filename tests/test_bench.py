@@ -214,8 +214,8 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         for figure in sides.values():
             assert figure["p50"] > 0
             assert set(figure["languages"]) <= set(languages.values())
-    # tiny.en keeps the one 15 s window for every clip it can hold (all of them here)
-    assert all(set(sides) == {"short"} for sides in split.values())
+    # the default decode is the whole window, for tiny.en as for every model
+    assert all(set(sides) == {"whole"} for sides in split.values())
     assert set(scenarios["peer"]["group_latency_s"]) == groups
     for label in ("1s", "5s", "15s"):
         assert engine["overhead_ms"][label]["p50"] > 0
