@@ -23,13 +23,8 @@ def engine_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def engine(engine_home: Path) -> Iterator[Engine]:
-    """``byoa-skills serve`` on ``base`` with two single-threaded workers, warm, on the short
-    windows (``--encoder-seconds 15``): most tests here need an answer, not the default's words,
-    and the short windows answer them in a third of the time on two cores. The default, the
-    whole window, is served and checked by ``tests/test_engine_calls.py`` and
-    ``tests/test_extension.py``."""
-    running = start_engine(engine_home, "--model", "base", "--workers", "2", "--queue", "32",
-                           "--encoder-seconds", "15")  # fmt: skip
+    """``byoa-skills serve`` on ``base`` with two single-threaded workers, warm."""
+    running = start_engine(engine_home, "--model", "base", "--workers", "2", "--queue", "32")
     try:
         running.wait_ready()
         yield running

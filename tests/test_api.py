@@ -161,7 +161,7 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
         assert name in text
     assert engine.metric("byoa_warm_workers") == 2
     layout = next(line for line in text.splitlines() if line.startswith("byoa_pool_layout_info"))
-    assert 'workers="2"' in layout and 'encoder_seconds="15"' in layout  # as it was started
+    assert 'workers="2"' in layout and 'encoder_seconds="30"' in layout
     assert 'idle_release_seconds="0"' in layout and layout.endswith(" 1.0")
 
 
@@ -213,5 +213,4 @@ def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
     queue, infer = (float(parts[name].removeprefix("dur=")) for name in ("queue", "infer"))
     # both in milliseconds, and both inside the wait the client saw
     assert queue >= 0 and infer > 0 and queue + infer <= waited_ms
-    # the shared engine runs the short windows: JFK's 11 s fit the 15 s one (no loop here)
-    assert parts["window"] == 'desc="15s"'
+    assert parts["window"] == 'desc="30s"'  # the default: the whole window
