@@ -23,7 +23,8 @@ from byoa_skills.bench.micvariants import (
     round_trip_48k,
 )
 from byoa_skills.bench.scenarios import accuracy
-from byoa_skills.bench.words import doubled, normalized_words, repeats
+from byoa_skills.bench.words import doubled
+from byoa_skills.runtimes.speech.phrases import normalized_words, repeated_phrases
 
 LANGUAGES = {"en", "es", "fr", "it", "ru"}
 
@@ -188,8 +189,8 @@ def test_a_phrase_said_twice_where_the_reference_says_it_once_is_doubled(
 
 
 def test_repeats_lists_each_back_to_back_phrase_once_shortest_first() -> None:
-    assert repeats(["a", "b", "a", "b", "b"]) == [("b",), ("a", "b")]
-    assert repeats(["one"]) == [] and repeats([]) == []
+    assert repeated_phrases(["a", "b", "a", "b", "b"]) == [("b",), ("a", "b")]
+    assert repeated_phrases(["one"]) == [] and repeated_phrases([]) == []
 
 
 WORDS = st.lists(st.sampled_from(["seven", "of", "clubs", "norway", "да", "nein"]), max_size=8)

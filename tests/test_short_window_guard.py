@@ -13,10 +13,10 @@ import pytest
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import DecodeOptions, SpeechBackend, load_backend
 from byoa_skills.runtimes.speech.base import Transcript
+from byoa_skills.runtimes.speech.phrases import says_a_phrase_twice
 from byoa_skills.runtimes.speech.whisper_ct2 import (
     compression_ratio,
     looks_degenerate,
-    says_a_phrase_twice,
 )
 from byoa_skills.wav import parse_wav
 

@@ -5,29 +5,7 @@ Norway" for "Norway")."""
 # ruff: noqa: RUF002  (a Russian example in a docstring is Cyrillic on purpose)
 from __future__ import annotations
 
-import re
-import unicodedata
-
-_WORD = re.compile(r"\w+")
-
-
-def normalized_words(text: str) -> list[str]:
-    """The words of ``text``: runs of letters and digits, case-folded (NFC first, so a letter
-    with an accent is one letter however it was written); punctuation, hyphens and
-    apostrophes separate words and are dropped."""
-    return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
-
-
-def repeats(words: list[str]) -> list[tuple[str, ...]]:
-    """Each phrase that ``words`` says twice in a row (``words[i:i+k] == words[i+k:i+2k]``
-    for some ``i`` and ``k >= 1``), shortest first, each phrase once, in the order found."""
-    found: list[tuple[str, ...]] = []
-    for k in range(1, len(words) // 2 + 1):
-        for i in range(len(words) - 2 * k + 1):
-            phrase = tuple(words[i : i + k])
-            if phrase == tuple(words[i + k : i + 2 * k]) and phrase not in found:
-                found.append(phrase)
-    return found
+from byoa_skills.runtimes.speech.phrases import normalized_words, repeated_phrases
 
 
 def most_in_a_row(words: list[str], phrase: tuple[str, ...]) -> int:
@@ -49,4 +27,4 @@ def doubled(reference: str, answer: str) -> bool:
     :func:`normalized_words` gives them, so case and punctuation do not matter; a repetition
     the reference itself holds ("ha ha" for "ha ha") is not doubled, one more is ("ha ha ha")."""
     ref, said = normalized_words(reference), normalized_words(answer)
-    return any(most_in_a_row(said, p) > most_in_a_row(ref, p) for p in repeats(said))
+    return any(most_in_a_row(said, p) > most_in_a_row(ref, p) for p in repeated_phrases(said))

@@ -6,7 +6,6 @@ faster-whisper is imported by :meth:`WhisperCT2Backend.load`, not when this modu
 from __future__ import annotations
 
 import os
-import re
 import time
 import zlib
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from byoa_skills.runtimes.speech.base import (
 )
 from byoa_skills.runtimes.speech.errors import RuntimeRefusal
 from byoa_skills.runtimes.speech.options import DecodeOptions, DecodeRequest
+from byoa_skills.runtimes.speech.phrases import normalized_words, says_a_phrase_twice
 from byoa_skills.runtimes.speech.vad import load_vad, speech_only
 
 if TYPE_CHECKING:
@@ -427,18 +427,6 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
-def says_a_phrase_twice(text: str) -> bool:
-    """Whether ``text`` holds a phrase of one or more words said twice in a row ("Norway
-    Norway", "7 of clubs 7 of clubs"; lower case, punctuation left out): how a short window
-    doubles a short answer."""
-    words = re.findall(r"\w+", text.lower())
-    for size in range(1, len(words) // 2 + 1):
-        for start in range(len(words) - 2 * size + 1):
-            if words[start : start + size] == words[start + size : start + 2 * size]:
-                return True
-    return False
-
-
 def looks_degenerate(transcript: Transcript, options: DecodeOptions) -> bool:
     """Whether a short-window answer should be decoded again on the next larger window: its
     text repeats itself (compression ratio over ``options.compression_ratio_threshold``, or a
@@ -464,9 +452,9 @@ def looks_degenerate(transcript: Transcript, options: DecodeOptions) -> bool:
 
 
 def same_words(text: str, other: str) -> bool:
-    """Whether two answers hold the same words (lower case, punctuation and spacing left
-    out)."""
-    return re.findall(r"\w+", text.lower()) == re.findall(r"\w+", other.lower())
+    """Whether two answers hold the same words (as :func:`normalized_words` reads them: case,
+    punctuation and spacing left out)."""
+    return normalized_words(text) == normalized_words(other)
 
 
 def agreeable_text(options: DecodeOptions, transcript: Transcript) -> str | None:
