@@ -37,8 +37,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.judge import JudgeSettings, Purpose, build_prompt, judge
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
-from byoa_skills.wallet_shim.judge import JudgeSettings, Purpose, build_prompt, judge
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
 NOT_ALLOWED = ("ask", "blocked")

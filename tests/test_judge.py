@@ -22,8 +22,7 @@ from grants import GEO_MANIFEST, grant, in_seconds
 from llama import LlamaServer
 from textkit import ask, sources_file
 
-from byoa_skills.runtimes.text import SourceStore, TextCall, TextFailure, TextRuntime
-from byoa_skills.wallet_shim.judge import (
+from byoa_skills.judge import (
     CODES,
     MODEL_CODES,
     JudgeSettings,
@@ -37,7 +36,8 @@ from byoa_skills.wallet_shim.judge import (
     merge,
     start_beside,
 )
-from byoa_skills.wallet_shim.judge.prompt import CLOSE, OPEN, SYSTEM
+from byoa_skills.judge.prompt import CLOSE, OPEN, SYSTEM
+from byoa_skills.runtimes.text import SourceStore, TextCall, TextFailure, TextRuntime
 
 ROOT = Path(__file__).resolve().parent.parent
 PURPOSE = Purpose.of(GEO_MANIFEST, "https://geo.example")

@@ -19,7 +19,7 @@ FLOORS: dict[str, int] = {
     "directlink": 9, "extension": 9, "byoag": 9,
     "consent": 8,
     "wallet_shim": 7,
-    "skills": 6, "recordings": 6,
+    "skills": 6, "recordings": 6, "judge": 6,
     "pool": 5,
     "runtimes": 4,
     "models": 3,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from byoa_skills.judge import JudgeSettings, OpinionCache, PurposeJudge, can_judge
 from byoa_skills.runtimes.text import TextFailure, TextRuntime
 from byoa_skills.store.judge_settings import JudgeSettingsStore
-from byoa_skills.wallet_shim.judge import JudgeSettings, OpinionCache, PurposeJudge, can_judge
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal
 
 log = logging.getLogger("byoa_skills.judge")

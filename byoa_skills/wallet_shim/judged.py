@@ -17,12 +17,12 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from byoa_skills.judge import Opinion, Purpose, PurposeJudge
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult, PreparedCall
 from byoa_skills.skills.call_gate import Run
 from byoa_skills.wallet_shim.gate import AskHook
 from byoa_skills.wallet_shim.grants import Grant
-from byoa_skills.wallet_shim.judge import Opinion, Purpose, PurposeJudge
 
 log = logging.getLogger("byoa_skills.judge")
 

@@ -30,8 +30,8 @@ from byoa_skills.bench.children import spawn
 from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.server import free_port
 from byoa_skills.bench.stats import summarize
+from byoa_skills.judge import JudgeSettings, Purpose, judge, start_beside
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
-from byoa_skills.wallet_shim.judge import JudgeSettings, Purpose, judge, start_beside
 
 NAME = "judge"
 TITLE = "Text calls with the purpose judge: off, beside the call, before the call"

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from byoa_skills.judge.answer import read_answer
+from byoa_skills.judge.opinion import Opinion, failed
+from byoa_skills.judge.prompt import MESSAGE_BUDGET, Purpose, build_prompt
 from byoa_skills.runtimes.text import TextCall, TextFailure, TextRuntime
 from byoa_skills.runtimes.text.ollama import canonical_model
-from byoa_skills.wallet_shim.judge.answer import read_answer
-from byoa_skills.wallet_shim.judge.opinion import Opinion, failed
-from byoa_skills.wallet_shim.judge.prompt import MESSAGE_BUDGET, Purpose, build_prompt
 
 log = logging.getLogger("byoa_skills.judge")
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from byoa_skills.runtimes.text import ChunkHook, TextRuntime
-from byoa_skills.wallet_shim.judge.answer import read_answer
-from byoa_skills.wallet_shim.judge.beside import BesideCall, Generation, HeldChunks, start_beside
-from byoa_skills.wallet_shim.judge.cache import CACHE_SIZE, OpinionCache, cache_key
-from byoa_skills.wallet_shim.judge.opinion import CODES, MODEL_CODES, Opinion, failed, merge
-from byoa_skills.wallet_shim.judge.prompt import (
+from byoa_skills.judge.answer import read_answer
+from byoa_skills.judge.beside import BesideCall, Generation, HeldChunks, start_beside
+from byoa_skills.judge.cache import CACHE_SIZE, OpinionCache, cache_key
+from byoa_skills.judge.opinion import CODES, MODEL_CODES, Opinion, failed, merge
+from byoa_skills.judge.prompt import (
     MESSAGE_BUDGET,
     Cut,
     Purpose,
@@ -40,13 +39,14 @@ from byoa_skills.wallet_shim.judge.prompt import (
     cut_messages,
     data_json,
 )
-from byoa_skills.wallet_shim.judge.runner import (
+from byoa_skills.judge.runner import (
     DEADLINE_SECONDS,
     MAX_TOKENS,
     JudgeSettings,
     can_judge,
     judge,
 )
+from byoa_skills.runtimes.text import ChunkHook, TextRuntime
 
 
 class PurposeJudge:

@@ -3,7 +3,7 @@ judged once. A bounded LRU of opinions keyed by a SHA-256 of (grant id, judge mo
 messages, purpose); the messages themselves are never kept. Calls that arrive while the same
 messages are being judged wait for that one judgement instead of asking the model again.
 
-Only the model's opinions are kept (:data:`~byoa_skills.wallet_shim.judge.opinion.MODEL_CODES`):
+Only the model's opinions are kept (:data:`~byoa_skills.judge.opinion.MODEL_CODES`):
 a judge that failed or timed out is asked again next time.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from byoa_skills.wallet_shim.judge.opinion import MODEL_CODES, Opinion
+from byoa_skills.judge.opinion import MODEL_CODES, Opinion
 
 #: Opinions kept by default.
 CACHE_SIZE = 1024

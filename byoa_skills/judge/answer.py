@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from byoa_skills.wallet_shim.judge.opinion import Opinion, failed
+from byoa_skills.judge.opinion import Opinion, failed
 
 #: The longest reason kept from the model's answer, in characters.
 REASON_CHARS = 160

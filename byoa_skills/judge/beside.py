@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from byoa_skills.judge.opinion import Opinion, failed
 from byoa_skills.runtimes.text import ChunkHook
-from byoa_skills.wallet_shim.judge.opinion import Opinion, failed
 
 T = TypeVar("T")
 #: The call run beside the judge, given the hook its chunks go to (None: no streaming).
