@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
-#: prctl(2)'s option that sets the signal a process gets when its parent ends.
-_PR_SET_PDEATHSIG = 1
+from byoa_skills.pool import parent_death
+from byoa_skills.pool.parent_death import die_with_parent
+
 #: The signal a child gets when its parent ends: a clean stop (``serve`` drains).
 PARENT_DEATH_SIGNAL = signal.SIGTERM
 #: Seconds a child has to end after SIGTERM before it is killed.
@@ -37,28 +36,12 @@ _started: list[subprocess.Popen[bytes]] = []
 _lock = threading.Lock()
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    """libc's ``prctl``, looked up before any fork (None off Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-_prctl = _load_prctl()
-
-
 def _die_with(parent: int) -> Callable[[], None]:
     """The ``preexec_fn`` of a child of ``parent``: ask for :data:`PARENT_DEATH_SIGNAL` when
     the parent ends, and end now if it already has (the signal would never come)."""
 
     def in_child() -> None:
-        if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
+        die_with_parent(parent, PARENT_DEATH_SIGNAL)
 
     return in_child
 
@@ -69,7 +52,7 @@ def spawn(command: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
     kernel when this process ends. (A parent-death signal follows the thread that started
     the child: from another thread it would come when that thread ends.)"""
     options.setdefault("start_new_session", True)
-    if _prctl is not None and threading.current_thread() is threading.main_thread():
+    if parent_death.SUPPORTED and threading.current_thread() is threading.main_thread():
         options.setdefault("preexec_fn", _die_with(os.getpid()))
     process: subprocess.Popen[bytes] = subprocess.Popen(list(command), **options)
     with _lock:

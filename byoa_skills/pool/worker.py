@@ -1,7 +1,8 @@
 """One worker process, seen from the parent: start it, wait until it is ready, run a job.
 
 The parent notices a worker's death through its process sentinel and its pipe, both
-watched by the event loop: nothing polls.
+watched by the event loop: nothing polls. A worker ends with its parent, even one killed
+with SIGKILL (:func:`~byoa_skills.pool.worker_main.run_worker` asks the kernel for it).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ class WorkerProcess:
         parent_end, child_end = _SPAWN.Pipe(duplex=True)
         self._conn: Connection = parent_end
         self._process = _SPAWN.Process(
-            target=run_worker, args=(child_end, config, shm_name, wide), name=name, daemon=True
+            target=run_worker,
+            args=(child_end, config, shm_name, wide, os.getpid()),
+            name=name,
+            daemon=True,
         )
         self._process.start()
         self._pid = self._process.pid

@@ -21,14 +21,28 @@ import numpy as np
 from byoa_skills.pool.config import PoolConfig
 from byoa_skills.pool.memory import rss_mib as process_rss_mib
 from byoa_skills.pool.messages import Answer, Answers, Job, JobItem, Ready, Refusal, StartFailed
+from byoa_skills.pool.parent_death import die_with_parent
 from byoa_skills.wav import Clip, parse_wav
 
 WARM_UP_CLIP = "warmup.wav"
+#: What a worker gets when the process that started it ends (a ``serve`` killed with
+#: SIGKILL included): a worker has nothing to save, and no handler can delay this one.
+PARENT_DEATH_SIGNAL = signal.SIGKILL
 
 
-def run_worker(conn: Connection, config: PoolConfig, shm_name: str, wide: bool = False) -> None:
+def run_worker(
+    conn: Connection,
+    config: PoolConfig,
+    shm_name: str,
+    wide: bool = False,
+    parent: int | None = None,
+) -> None:
     """The worker's whole life: load, warm up, report ready, answer jobs until told to stop.
-    ``wide``: it also loads the encoder a lone call runs on ``config.wide_threads`` threads."""
+    ``wide``: it also loads the encoder a lone call runs on ``config.wide_threads`` threads.
+    ``parent``: the pid of the process that started it; the worker ends when that one does,
+    however it ends (:data:`PARENT_DEATH_SIGNAL`)."""
+    if parent is not None:
+        die_with_parent(parent, PARENT_DEATH_SIGNAL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _thread_lock_for_progress_bars()
     try:
