@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pytest
 from grants import GEO_MANIFEST, grant
 
+from byoa_skills.consent.fit import fitting_skills
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.skills import (
@@ -32,7 +33,6 @@ from byoa_skills.skills import (
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.fit import fitting_skills
 from byoa_skills.wallet_shim.shim import WalletShim
 
 

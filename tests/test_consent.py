@@ -7,7 +7,7 @@ import copy
 
 from grants import GEO_MANIFEST
 
-from byoa_skills.wallet_shim.consent import (
+from byoa_skills.consent.desk import (
     NO_ANSWER,
     ConsentDesk,
     call_view,

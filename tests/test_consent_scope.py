@@ -20,18 +20,18 @@ from engine import TOKEN, Engine
 from grants import GEO_MANIFEST, grant, in_seconds
 from test_wallet_page import api
 
-from byoa_skills.demos.site.app import start_site
-from byoa_skills.demos.site.manifest import build_link, encode_manifest
-from byoa_skills.serve.wallet.opener import PageOpener
-from byoa_skills.wallet_shim.consent import (
+from byoa_skills.consent.desk import (
     ASK_WAITING,
     MAX_CONSENTS_WAITING,
     TOO_MANY_CONSENTS,
     ConsentDesk,
 )
+from byoa_skills.consent.scope import Scope, difference_manifest, manifest_problems, more_than
+from byoa_skills.demos.site.app import start_site
+from byoa_skills.demos.site.manifest import build_link, encode_manifest
+from byoa_skills.serve.wallet.opener import PageOpener
 from byoa_skills.wallet_shim.gate import Measured, admit
 from byoa_skills.wallet_shim.grants import build_grant
-from byoa_skills.wallet_shim.scope import Scope, difference_manifest, manifest_problems, more_than
 
 PAGE = "https://geo.example.org"
 #: The geography game's manifest cut to the one skill this engine serves without a source.

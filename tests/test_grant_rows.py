@@ -19,6 +19,8 @@ from byoa_skills.byoag.keys import PairwiseKeys
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.byoag.scope import RegistrationCalls
 from byoa_skills.consent import decision as decision_module
+from byoa_skills.consent.allow import ALLOW_GRANT_SECONDS, allow_grant
+from byoa_skills.consent.offer import Offer, offer_grant
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms
@@ -32,8 +34,6 @@ from byoa_skills.store.grant_rows import (
     update_record,
 )
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.allow import ALLOW_GRANT_SECONDS, allow_grant
-from byoa_skills.wallet_shim.consent_offer import Offer, offer_grant
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import VisitorChoices
 

@@ -124,8 +124,8 @@ def test_every_way_in_asks_the_one_grant_decision() -> None:
     only through ``consent/``: no way in makes one itself."""
     edges = graph()
     ways = ("byoa_skills.directlink", "byoa_skills.extension", "byoa_skills.byoag")
-    makers = {"byoa_skills.wallet_shim.consent_offer", "byoa_skills.wallet_shim.on_my_own",
-              "byoa_skills.wallet_shim.allow", "byoa_skills.wallet_shim.fit"}  # fmt: skip
+    makers = {"byoa_skills.consent.offer", "byoa_skills.consent.on_my_own",
+              "byoa_skills.consent.allow", "byoa_skills.consent.fit"}  # fmt: skip
     direct = sorted(
         f"{source} imports {target}"
         for source, targets in edges.items()

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from grants import GEO_MANIFEST
 
-from byoa_skills.wallet_shim.allow import allow_grant
+from byoa_skills.consent.allow import allow_grant
+from byoa_skills.consent.scope import manifest_problems
 from byoa_skills.wallet_shim.grant_change import changed_grant
 from byoa_skills.wallet_shim.grants import build_grant
 from byoa_skills.wallet_shim.models_block import (
@@ -22,7 +23,6 @@ from byoa_skills.wallet_shim.models_block import (
     read_block,
     tick_problems,
 )
-from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.visitor_choices import (
     ChoiceRefusal,
     VisitorChoices,
@@ -199,8 +199,8 @@ def test_an_allow_gives_the_visitors_budget_expiry_and_limits() -> None:
 
 
 def test_a_site_that_asks_for_more_models_sees_only_that_difference() -> None:
-    from byoa_skills.wallet_shim.consent_offer import Offer, asks_models, offer_view
-    from byoa_skills.wallet_shim.scope import Scope, more_than
+    from byoa_skills.consent.offer import Offer, asks_models, offer_view
+    from byoa_skills.consent.scope import Scope, more_than
 
     held = text_manifest({**BLOCK, "count": 1, "required": 1})
     asked = text_manifest()

@@ -16,13 +16,13 @@ import pytest
 from fake_sources import OPENROUTER_KEY, ollama_app, openrouter_app, serving
 from textkit import sources_file
 
+from byoa_skills.consent.desk import ConsentDesk
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.runtimes.text import SourceStore, TextRuntime
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices
 

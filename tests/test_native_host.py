@@ -22,6 +22,7 @@ import pytest
 from engine import TOKEN, free_port
 from speech import SPEECH
 
+from byoa_skills.consent.scope import Scope
 from byoa_skills.demos.site.manifest import GEO_MANIFEST
 from byoa_skills.extension.framing import (
     MAX_FROM_BROWSER,
@@ -36,7 +37,6 @@ from byoa_skills.extension.install import extension_dir, extension_id, hosts_dir
 from byoa_skills.store.allowed_scopes import AllowedScopes
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.scope import Scope
 
 NORWAY = base64.b64encode((SPEECH / "country-norway.wav").read_bytes()).decode()
 PAGE = "https://geo.example.org"

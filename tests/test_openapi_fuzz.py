@@ -17,6 +17,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from byoa_skills.consent.desk import ConsentDesk
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.serve.app import build_app
@@ -27,7 +28,6 @@ from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.shim import WalletShim
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"

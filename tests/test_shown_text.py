@@ -8,8 +8,8 @@ import copy
 import pytest
 from grants import GEO_MANIFEST
 
-from byoa_skills.wallet_shim.consent import call_view, origin_view, site_view
-from byoa_skills.wallet_shim.shown_text import (
+from byoa_skills.consent.desk import call_view, origin_view, site_view
+from byoa_skills.consent.shown_text import (
     HIDDEN_WARNING,
     MIXED_WARNING,
     UNREADABLE_WARNING,

@@ -21,11 +21,11 @@ from typing import Any
 
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.consent.decision import PLATFORM, Asking, GrantDecision
+from byoa_skills.consent.desk import ALLOW
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult
 from byoa_skills.store.clock import now_ms
 from byoa_skills.store.origins import normalize_origin
-from byoa_skills.wallet_shim.consent import ALLOW
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.models_block import TEXT_SKILL
 from byoa_skills.wallet_shim.shim import WalletShim

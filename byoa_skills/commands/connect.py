@@ -17,6 +17,7 @@ from byoa_skills.commands.serve import (
     api_token,
     run_engine,
 )
+from byoa_skills.consent.desk import CONSENT_SECONDS
 from byoa_skills.directlink.check import LinkCheck, check_link
 from byoa_skills.directlink.client import link_origin
 from byoa_skills.directlink.intake import ASK, dev_local_enabled
@@ -24,7 +25,6 @@ from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.link_pairings import RecentCodes
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.consent import CONSENT_SECONDS
 
 EXIT_CONNECTED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 _ANSWERS = {"a": "allow", "allow": "allow", "d": "decline", "decline": "decline",

@@ -24,6 +24,7 @@ from byoa_skills.commands.common import (
     resolve_model,
     whole_number,
 )
+from byoa_skills.consent.desk import ConsentDesk
 from byoa_skills.directlink.intake import LinkIntake
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.pool import (
@@ -48,7 +49,6 @@ from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.judge_settings import JudgeSettingsStore
 from byoa_skills.store.problems import StoreStatus
 from byoa_skills.store.sites import SiteStore
-from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.judge_switch import JudgeSwitch
 from byoa_skills.wallet_shim.shim import WalletShim
 

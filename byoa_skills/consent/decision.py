@@ -21,16 +21,15 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from byoa_skills.store.database import StoreError
-from byoa_skills.store.sites import normalize_origin
-from byoa_skills.wallet_shim.consent import (
+from byoa_skills.consent.desk import (
     ALLOW,
     DECIDE_ON_MY_OWN,
     DECLINE,
     NO_ANSWER,
     ConsentDesk,
 )
-from byoa_skills.wallet_shim.consent_offer import (
+from byoa_skills.consent.fit import fitting_skills, granted_skills
+from byoa_skills.consent.offer import (
     ModelsNotTicked,
     Offer,
     keep_choices,
@@ -40,10 +39,11 @@ from byoa_skills.wallet_shim.consent_offer import (
     offer_view,
     ticks_gone,
 )
-from byoa_skills.wallet_shim.fit import fitting_skills, granted_skills
+from byoa_skills.consent.on_my_own import asks_for_more, granted_part, remember_on_my_own
+from byoa_skills.consent.scope import More, manifest_problems
+from byoa_skills.store.database import StoreError
+from byoa_skills.store.sites import normalize_origin
 from byoa_skills.wallet_shim.grants import GrantRefusal
-from byoa_skills.wallet_shim.on_my_own import asks_for_more, granted_part, remember_on_my_own
-from byoa_skills.wallet_shim.scope import More, manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import VisitorChoices
 

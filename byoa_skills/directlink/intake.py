@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from byoa_skills.consent.decision import LINK, Asking, GrantDecision
+from byoa_skills.consent.desk import DECIDE_ON_MY_OWN, ConsentDesk
+from byoa_skills.consent.scope import manifest_problems
 from byoa_skills.directlink.check import check_link
 from byoa_skills.directlink.client import RECONNECT_SCHEDULE, DirectLink, LinkSession, link_origin
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.link_pairings import PairingStore, RecentCodes
-from byoa_skills.wallet_shim.consent import DECIDE_ON_MY_OWN, ConsentDesk
-from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.links")

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 import aiohttp
 
+from byoa_skills.consent.desk import CONSENT_SECONDS
 from byoa_skills.extension.framing import (
     FramingError,
     MessageTooLarge,
@@ -29,7 +30,6 @@ from byoa_skills.extension.framing import (
     read_message,
 )
 from byoa_skills.protocol.frames import BAD_REQUEST, MAX_CALL_ID_CHARS, call_id_valid
-from byoa_skills.wallet_shim.consent import CONSENT_SECONDS
 
 log = logging.getLogger("byoa_skills.native_host")
 

@@ -15,12 +15,12 @@ import logging
 from typing import Any
 
 from byoa_skills.consent.decision import REQUEST, Asking, GrantDecision
+from byoa_skills.consent.desk import ConsentDesk
+from byoa_skills.consent.scope import manifest_problems
 from byoa_skills.protocol.refusal import Refusal
 from byoa_skills.store.clock import now_ms
 from byoa_skills.store.origins import normalize_origin
-from byoa_skills.wallet_shim.consent import ConsentDesk
 from byoa_skills.wallet_shim.grants import Grant
-from byoa_skills.wallet_shim.scope import manifest_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
 log = logging.getLogger("byoa_skills.extension")

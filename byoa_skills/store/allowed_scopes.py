@@ -1,6 +1,6 @@
 """What the visitor allowed each site that the wallet decides for on its own: the scope of
 the manifests allowed with "decide on my own", at its widest (see
-:mod:`byoa_skills.wallet_shim.scope`), kept as JSON in the ``allowed_scopes`` table.
+:mod:`byoa_skills.consent.scope`), kept as JSON in the ``allowed_scopes`` table.
 
 Forgetting a site forgets its scope (the row goes with the site's).
 """

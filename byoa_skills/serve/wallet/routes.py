@@ -26,6 +26,7 @@ from aiohttp import WSMsgType, web
 
 from byoa_skills.byoag.connector import revoke
 from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.consent.desk import Consent, ConsentDesk
 from byoa_skills.consent.site_changes import SITE_ACTIONS, SiteChanges
 from byoa_skills.directlink.intake import LinkIntake, dev_local_enabled
 from byoa_skills.protocol.codes import status_of
@@ -36,7 +37,6 @@ from byoa_skills.serve.wallet.sessions import COOKIE, WalletSessions, cookie_hea
 from byoa_skills.serve.wallet.views import engine_view, judge_models, pairings_view, sites_view
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.database import StoreError
-from byoa_skills.wallet_shim.consent import Consent, ConsentDesk
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, read_choices

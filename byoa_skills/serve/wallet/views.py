@@ -7,14 +7,14 @@ import os
 from typing import Any
 
 from byoa_skills.byoag.registrations import RegistrationStore
+from byoa_skills.consent.desk import origin_view
+from byoa_skills.consent.model_offers import models_on_offer
 from byoa_skills.pool.memory import rss_mib
 from byoa_skills.runtimes.text import TextFailure
 from byoa_skills.runtimes.text.discovery import probe_all
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.clock import now_ms
-from byoa_skills.wallet_shim.consent import origin_view
 from byoa_skills.wallet_shim.grants import Grant
-from byoa_skills.wallet_shim.model_offers import models_on_offer
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ceilings
 

@@ -18,17 +18,19 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from byoa_skills.store.database import StoreError
-from byoa_skills.store.visitor_choices import KeptChoices
-from byoa_skills.wallet_shim.allow import ALLOW_GRANT_SECONDS, allow_grant
-from byoa_skills.wallet_shim.consent import ChoiceCheck
-from byoa_skills.wallet_shim.grants import GrantRefusal
-from byoa_skills.wallet_shim.model_offers import (
+from byoa_skills.consent.allow import ALLOW_GRANT_SECONDS, allow_grant
+from byoa_skills.consent.desk import ChoiceCheck
+from byoa_skills.consent.model_offers import (
     default_model,
     models_on_offer,
     models_view,
     ticked_models,
 )
+from byoa_skills.consent.on_my_own import difference_view
+from byoa_skills.consent.scope import More
+from byoa_skills.store.database import StoreError
+from byoa_skills.store.visitor_choices import KeptChoices
+from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.models_block import (
     TEXT_SKILL,
     ModelsBlock,
@@ -38,8 +40,6 @@ from byoa_skills.wallet_shim.models_block import (
     read_block,
     tick_problems,
 )
-from byoa_skills.wallet_shim.on_my_own import difference_view
-from byoa_skills.wallet_shim.scope import More
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import (
     ChoiceRefusal,
@@ -129,7 +129,7 @@ def offer_check(offer: Offer, more: More) -> ChoiceCheck:
     """The check of the visitor's choices for the consent of ``more``: limits no wider than
     their ceilings, a budget in the manifest's currency, an expiry within a day, and, when the
     consent lets the visitor tick models, ticks that satisfy the block (see
-    :func:`~byoa_skills.wallet_shim.model_offers.ticked_models`)."""
+    :func:`~byoa_skills.consent.model_offers.ticked_models`)."""
     ticks = asks_models(offer, more)
 
     def check(choices: VisitorChoices) -> VisitorChoices:

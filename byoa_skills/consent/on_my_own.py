@@ -14,12 +14,12 @@ import logging
 import sqlite3
 from typing import Any
 
+from byoa_skills.consent.desk import site_view
+from byoa_skills.consent.scope import More, Scope, difference_manifest, more_than
+from byoa_skills.consent.shown_text import shown
 from byoa_skills.store.allowed_scopes import AllowedScopes
 from byoa_skills.store.database import StoreError
-from byoa_skills.wallet_shim.consent import site_view
-from byoa_skills.wallet_shim.scope import More, Scope, difference_manifest, more_than
 from byoa_skills.wallet_shim.shim import WalletShim
-from byoa_skills.wallet_shim.shown_text import shown
 
 log = logging.getLogger("byoa_skills.consent")
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from byoa_skills.consent.shown_text import decode_host, judge_host, shown, shown_value
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.grants import Grant
-from byoa_skills.wallet_shim.shown_text import decode_host, judge_host, shown, shown_value
 from byoa_skills.wallet_shim.visitor_choices import VisitorChoices, read_choices
 
 log = logging.getLogger("byoa_skills.consent")
@@ -189,7 +189,7 @@ def site_view(origin: str, manifest: dict[str, Any], held: Iterable[str] = ()) -
     """What the consent for a site's manifest shows: the origin (see :func:`origin_view`), the
     purpose, the skills it asks for that it does not already hold (with languages), the
     limits, the privacy class and the cost. Every text is the manifest's own with its hidden
-    characters made visible (:func:`~byoa_skills.wallet_shim.shown_text.shown`); the page
+    characters made visible (:func:`~byoa_skills.consent.shown_text.shown`); the page
     shows it as text, never as markup."""
     purpose = manifest.get("purpose") if isinstance(manifest.get("purpose"), dict) else {}
     skills = manifest.get("skills") if isinstance(manifest.get("skills"), dict) else {}
@@ -240,7 +240,7 @@ def origin_view(origin: str) -> dict[str, Any]:
     """The origin, its host as written (``xn--`` punycode for an international name), the host
     in Unicode, the form that heads the consent (``headingHost``) and a warning for a
     look-alike name (``hostWarning``, or None), as
-    :func:`~byoa_skills.wallet_shim.shown_text.judge_host` decides: a name that mixes
+    :func:`~byoa_skills.consent.shown_text.judge_host` decides: a name that mixes
     scripts is headed by its ``xn--`` form, so that it is seen for what it is."""
     rest = origin.partition("://")[2]
     host = rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from byoa_skills.consent.shown_text import shown
 from byoa_skills.runtimes.text import TextFailure
 from byoa_skills.runtimes.text.discovery import probe_all
 from byoa_skills.skills import SkillEngine
@@ -18,7 +19,6 @@ from byoa_skills.wallet_shim.models_block import (
     preticked,
     tick_problems,
 )
-from byoa_skills.wallet_shim.shown_text import shown
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal
 
 
