@@ -24,10 +24,10 @@ from byoa_skills.consent.decision import PLATFORM, Asking, GrantDecision
 from byoa_skills.consent.desk import ALLOW
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult
+from byoa_skills.skills.registry import uses_models
 from byoa_skills.store.clock import now_ms
 from byoa_skills.store.origins import normalize_origin
 from byoa_skills.wallet_shim.grants import GrantRefusal
-from byoa_skills.wallet_shim.models_block import TEXT_SKILL
 from byoa_skills.wallet_shim.shim import WalletShim
 
 OUTSIDE_SCOPE = "outside-registration-scope"
@@ -93,7 +93,7 @@ class RegistrationCalls:
                 OUTSIDE_SCOPE,
                 "the skill is outside the registration's scope",
             )
-        if skill == TEXT_SKILL and not await self.shim.engine.fits(TEXT_SKILL, {}):
+        if uses_models(skill) and not await self.shim.engine.fits(skill, {}):
             return self._refused(registration.issuer, skill, "no-fitting-model",
                                  "no text source answers with a model")  # fmt: skip
         try:
@@ -104,7 +104,7 @@ class RegistrationCalls:
         if grant is not None and skill not in grant.skills:  # in its scope, not served here
             return self._refused(registration.issuer, skill, "no-fitting-model",
                                  "no model here serves this skill now")  # fmt: skip
-        if skill == TEXT_SKILL and grant is not None and grant.models:
+        if uses_models(skill) and grant is not None and grant.models:
             params = named_model(params, next(iter(grant.models)))
         return await self.shim.call(grant_id, skill, skill_input, params, deadline, on_chunk)
 

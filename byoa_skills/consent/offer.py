@@ -28,11 +28,11 @@ from byoa_skills.consent.model_offers import (
 )
 from byoa_skills.consent.on_my_own import difference_view
 from byoa_skills.consent.scope import More
+from byoa_skills.skills.registry import uses_models
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.visitor_choices import KeptChoices
 from byoa_skills.wallet_shim.grants import GrantRefusal
 from byoa_skills.wallet_shim.models_block import (
-    TEXT_SKILL,
     ModelsBlock,
     OfferedModel,
     fallback_ticks,
@@ -92,7 +92,7 @@ async def make_offer(
     held = [g for g in shim.grants.of_origin(origin) if g.models]
     if held:
         offer.held_models = dict(max(held, key=lambda g: g.created_ms).models)
-    if TEXT_SKILL in skills:
+    if any(uses_models(name) for name in skills):
         offer.block = read_block(manifest)
         offer.models = await models_on_offer(shim.engine)
         offer.default = default_model(shim.engine)
@@ -103,7 +103,7 @@ def asks_models(offer: Offer, more: More) -> bool:
     """Whether the consent for ``more`` lets the visitor tick models: the text skill is new
     to the site, or its models block is."""
     return offer.block is not None and (
-        more.first or TEXT_SKILL in more.skills or TEXT_SKILL in more.models
+        more.first or any(uses_models(name) for name in (*more.skills, *more.models))
     )
 
 
@@ -179,7 +179,7 @@ def offer_grant(
     chosen = choices if choices is not None else offer.kept
     skills = offer.skills
     if choices is not None and choices.models == () and offer.block is not None:
-        skills = [name for name in skills if name != TEXT_SKILL]  # no model ticked: no text
+        skills = [name for name in skills if not uses_models(name)]  # no model ticked: no text
         offer = replace(offer, skills=skills, block=None)
     if chosen.budget is not None and chosen.budget.split()[-1] != offer.currency:
         chosen = replace(chosen, budget=None)

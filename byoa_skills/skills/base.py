@@ -98,8 +98,12 @@ class Skill(ABC):
 
     #: The skill's name on the wire, e.g. ``audio.transcribe``.
     name: ClassVar[str]
-    #: Whether the grant's ``models`` block applies to this skill's calls.
+    #: Whether the grant's ``models`` block applies to this skill's calls (its manifest entry
+    #: may carry one, ``docs/models-block.md``).
     uses_models: ClassVar[bool] = False
+    #: Whether its calls under a grant run beside the purpose judge (``docs/judge.md``) when the
+    #: visitor turned the judge on for the site.
+    judged: ClassVar[bool] = False
     #: The measurement (a key of :attr:`PreparedCall.measured`) that says how many seconds
     #: of audio a call carried, counted in the metrics; None when its calls carry none.
     audio_measure: ClassVar[str | None] = None

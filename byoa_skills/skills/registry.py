@@ -13,6 +13,25 @@ SKILLS: dict[str, Skill] = {skill.name: skill for skill in (AudioTranscribe(), T
 KNOWN_SKILLS: tuple[str, ...] = tuple(SKILLS)
 
 
+def uses_models(name: str) -> bool:
+    """Whether the skill ``name`` takes a grant's ``models`` block (:attr:`Skill.uses_models`);
+    False for a skill the engine does not know."""
+    skill = SKILLS.get(name)
+    return skill is not None and skill.uses_models
+
+
+def models_skills() -> tuple[str, ...]:
+    """The skills whose manifest entry may carry a ``models`` block."""
+    return tuple(name for name, skill in SKILLS.items() if skill.uses_models)
+
+
+def judged(name: str) -> bool:
+    """Whether the calls of the skill ``name`` under a grant run beside the purpose judge
+    (:attr:`Skill.judged`); False for a skill the engine does not know."""
+    skill = SKILLS.get(name)
+    return skill is not None and skill.judged
+
+
 def http_status(result: CallResult) -> int:
     """The local API's HTTP status for a call's answer: 200, the status its code has in the
     one table (:data:`~byoa_skills.protocol.codes.HTTP_STATUS`), 403 for a refusal the grant

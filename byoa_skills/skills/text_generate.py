@@ -33,6 +33,7 @@ class TextGenerate(Skill):
 
     name: ClassVar[str] = "text.generate"
     uses_models: ClassVar[bool] = True
+    judged: ClassVar[bool] = True
 
     def prepare(
         self, runtimes: Runtimes, skill_input: Any, params: dict[str, Any], deadline: float | None

@@ -10,8 +10,9 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from byoa_skills.skills.registry import uses_models
 from byoa_skills.store.clock import rfc3339
-from byoa_skills.wallet_shim.models_block import TEXT_SKILL, read_block
+from byoa_skills.wallet_shim.models_block import read_block
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices, choice_problems
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def changed_grant(grant: Grant, choices: VisitorChoices, now_ms: int) -> dict[st
 
 def _required(grant: Grant) -> int:
     """How many ticked models the grant's text skill requires (0 when it has none)."""
-    if TEXT_SKILL not in grant.skills or not grant.models:
+    if not any(uses_models(name) for name in grant.skills) or not grant.models:
         return 0
     block = read_block(grant.manifest)
     return 0 if block is None else block.required

@@ -16,6 +16,7 @@ from typing import Any
 from bringyourownagent import KNOWN_LIMITS, check_call, validate_manifest
 
 from byoa_skills.protocol.refusal import Refusal
+from byoa_skills.skills.registry import KNOWN_SKILLS
 from byoa_skills.skills.terms import GrantTerms
 from byoa_skills.store.clock import rfc3339
 from byoa_skills.store.database import WalletDatabase
@@ -250,12 +251,13 @@ def _reference_grant_problems(
 ) -> list[dict[str, str]]:
     """The reference gate's ``grant-invalid`` findings, from a probe call it only reads."""
     skills = reference.get("skills")
-    probe_skill = skills[0] if isinstance(skills, list) and skills else "audio.transcribe"
+    any_skill = KNOWN_SKILLS[0]  # the probe only reads the grant: any skill the engine knows
+    probe_skill = skills[0] if isinstance(skills, list) and skills else any_skill
     budget = reference.get("budget")
     money = budget.get("perSession") if isinstance(budget, dict) else None
     currency = money.split()[-1] if isinstance(money, str) and money.split() else "USD"
     probe = {
-        "skill": probe_skill if isinstance(probe_skill, str) else "audio.transcribe",
+        "skill": probe_skill if isinstance(probe_skill, str) else any_skill,
         "at": rfc3339(now_ms), "provider": "local-model", "estimatedCost": f"0 {currency}",
         "input": {"clipSeconds": 0, "textChars": 0},
     }  # fmt: skip

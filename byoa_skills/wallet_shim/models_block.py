@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The skill a models block belongs to.
-TEXT_SKILL = "text.generate"
+from byoa_skills.skills.registry import models_skills, uses_models
+
 #: The most models one site may ask for.
 MAX_MODELS = 8
 #: The longest ``why``, in code points.
@@ -105,8 +105,9 @@ def offered(source: str, model: str) -> OfferedModel:
 
 def block_problems(manifest: Any) -> list[dict[str, str]]:
     """Every problem ``{code, path, message}`` with the manifest's models blocks (JSON Pointer
-    paths); ``[]`` when there is none or they are well formed. A block on another skill than
-    ``text.generate`` is ``models-not-for-skill``; a malformed one ``models-invalid``."""
+    paths); ``[]`` when there is none or they are well formed. A block on a skill that does
+    not use models (:attr:`~byoa_skills.skills.base.Skill.uses_models`, only ``text.generate``
+    does) is ``models-not-for-skill``; a malformed one ``models-invalid``."""
     skills = manifest.get("skills") if isinstance(manifest, dict) else None
     if not isinstance(skills, dict):
         return []
@@ -115,9 +116,10 @@ def block_problems(manifest: Any) -> list[dict[str, str]]:
         if not isinstance(entry, dict) or "models" not in entry:
             continue
         path = f"/skills/{_pointer(str(name))}/models"
-        if name != TEXT_SKILL:
+        if not uses_models(str(name)):
+            takers = ", ".join(models_skills())
             problems.append(
-                _problem("models-not-for-skill", path, f"only {TEXT_SKILL} takes a models block")
+                _problem("models-not-for-skill", path, f"only {takers} takes a models block")
             )
             continue
         problems += _problems_of(entry["models"], path)
@@ -192,7 +194,8 @@ def read_block(manifest: Mapping[str, Any]) -> ModelsBlock | None:
     """The ``text.generate`` skill's block of a checked manifest (the default one model, needed
     when the skill is, when it states none); None when the manifest asks no text skill."""
     skills = manifest.get("skills")
-    entry = skills.get(TEXT_SKILL) if isinstance(skills, dict) else None
+    entries = skills.items() if isinstance(skills, dict) else ()
+    entry = next((entry for name, entry in entries if uses_models(name)), None)
     if not isinstance(entry, dict):
         return None
     block = entry.get("models")

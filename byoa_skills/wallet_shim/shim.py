@@ -18,6 +18,7 @@ from byoa_skills.protocol.frames import grant_object
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import Admitted, CallResult, GrantTerms, PreparedCall, SkillEngine
 from byoa_skills.skills.call_gate import Run
+from byoa_skills.skills.registry import judged
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms, rfc3339
 from byoa_skills.store.database import StoreError
@@ -28,7 +29,6 @@ from byoa_skills.wallet_shim.grant_change import changed_grant, kept_choices
 from byoa_skills.wallet_shim.grants import Grant, GrantRefusal, GrantStore, build_grant
 from byoa_skills.wallet_shim.judge_switch import JudgeSwitch
 from byoa_skills.wallet_shim.judged import judged_run
-from byoa_skills.wallet_shim.models_block import TEXT_SKILL
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal, VisitorChoices
 
 log = logging.getLogger("byoa_skills.shim")
@@ -347,10 +347,10 @@ class _GrantGate:
     async def supervise(
         self, call: PreparedCall, run: Run, on_chunk: ChunkHook | None
     ) -> CallResult:
-        """Run the call; a ``text.generate`` call of a site the purpose judge is on for runs
-        beside the judge (:func:`~byoa_skills.wallet_shim.judged.judged_run`)."""
+        """Run the call; a call of a judged skill (``text.generate``) of a site the purpose judge
+        is on for runs beside the judge (:func:`~byoa_skills.wallet_shim.judged.judged_run`)."""
         judge = None
-        if self._judges is not None and call.skill == TEXT_SKILL and call.messages:
+        if self._judges is not None and judged(call.skill) and call.messages:
             judge = await self._judges.judge_for(self._grant.origin)
         if judge is None:
             return await run(on_chunk)
