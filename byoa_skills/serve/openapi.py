@@ -382,11 +382,13 @@ def wallet_paths() -> dict[str, Schema]:
         "403": _refused("not the page's own origin, or a change without it"),
     }
     cookie = [{"walletSession": []}]
+    #: A route that reads or writes the wallet's store answers its code when it cannot.
+    store_down = {"503": _refused("the wallet's store cannot be used (`store-damaged`...)")}
 
-    def read(summary: str) -> Schema:
+    def read(summary: str, extra: dict[str, Schema] | None = None) -> Schema:
         return {"get": {"summary": summary, "security": cookie,
                         "responses": {"200": _json({"type": "object"}, "the view"),
-                                      **page_only}}}  # fmt: skip
+                                      **page_only, **(extra or {})}}}  # fmt: skip
 
     def change(summary: str, extra: dict[str, Schema] | None = None) -> Schema:
         return {"post": {"summary": summary, "security": cookie,
@@ -415,8 +417,9 @@ def wallet_paths() -> dict[str, Schema]:
         "/wallet/api/consents/{consent_id}": change(
             "Answer a consent", {"404": _refused("answered or timed out (`no-such-consent`)")}
         ),
-        "/wallet/api/sites": {**read("The sites, their grants and use"),
-                              **change("Pause, resume, block, forget; decide on my own")},
+        "/wallet/api/sites": {**read("The sites, their grants and use", store_down),
+                              **change("Pause, resume, block, forget; decide on my own",
+                                       store_down)},
         "/wallet/api/grants/{grant_id}/release": change(
             "Release a grant", {"404": _refused("no live grant has this id")}
         ),
@@ -424,11 +427,11 @@ def wallet_paths() -> dict[str, Schema]:
             "Make a live grant stricter: limits, budget, end, models kept; the site is told",
             {"404": _refused("no live grant has this id (`unknown-grant`)")},
         ),
-        "/wallet/api/activity": read("The activity log, newest first, filtered"),
+        "/wallet/api/activity": read("The activity log, newest first, filtered", store_down),
         "/wallet/api/engine": read("The engine: models, workers, text sources, memory"),
         "/wallet/api/judge": {
-            **read("The purpose judge: default, model, whether its source answers"),
-            **change("Set the purpose judge's default (on, model, mismatch)"),
+            **read("The purpose judge: default, model, whether its source answers", store_down),
+            **change("Set the purpose judge's default (on, model, mismatch)", store_down),
         },
         "/wallet/api/pairings": read("The BYOAg pairings"),
         "/wallet/api/pairings/{platform}/revoke": change(
