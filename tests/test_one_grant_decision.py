@@ -20,6 +20,7 @@ from grants import in_seconds
 from sitekit import until
 from speech import skill_input
 from test_consent_scope import SPEECH, page_request, visitor, wallet  # noqa: F401
+from test_store_damaged import wallet_api
 from test_wallet_page import api
 
 from byoa_skills.demos.site.app import start_site
@@ -374,3 +375,27 @@ def test_a_budget_change_sends_no_grant_frame_the_same_as_the_last(wallet: Engin
     frames = seen["frames"]
     assert frames[1] != frames[0], "a grant frame the same as the hello's"
     assert frames[1]["limits"]["maxCallsPerMinute"] == 3, frames
+
+
+def test_a_grant_changed_on_the_page_is_told_to_the_site(wallet: Engine) -> None:  # noqa: F811
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        runner, demo, code, first = await site_and_link(wallet, "allow")
+        try:
+            connection = demo.connection(code)
+            assert connection is not None
+            change = f"/wallet/api/grants/{first['grantId']}/change"
+            [seen["change"]] = await wallet_api(
+                wallet, [("POST", change, {"limits": {"maxCallsPerMinute": 3}})]
+            )
+            await until(lambda: len(connection.grants) >= 2, "the grant frame of the change")
+            seen["frames"] = list(connection.grants)
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    status, answer = seen["change"]
+    assert status == 200 and answer["ok"], answer
+    assert seen["frames"][1]["limits"]["maxCallsPerMinute"] == 3, seen["frames"]

@@ -1,5 +1,6 @@
 """The one owner of the visitor's changes to a site, for the wallet page and the CLI alike:
-pause, resume, block, forget, limits, "decide on my own" and the purpose judge's switch.
+pause, resume, block, forget, limits (of the site, or of one of its grants), "decide on my
+own" and the purpose judge's switch.
 
 Each change is written to the store, in force in memory at once, and told to the site: a
 pause or resume sends each of its live grants as it now is (a ``grant`` frame on a direct
@@ -98,6 +99,12 @@ class SiteChanges:
         :meth:`~byoa_skills.wallet_shim.shim.WalletShim.change_site`), told to the site and
         kept for its next grant; their summaries (none when it holds no live grant)."""
         return self.shim.change_site(origin, choices)
+
+    def grant(self, grant_id: str, choices: VisitorChoices) -> dict[str, Any]:
+        """Narrow one live grant as the visitor chose on the wallet page (see
+        :meth:`~byoa_skills.wallet_shim.shim.WalletShim.change_grant`), told to the site and
+        kept for its next grant; its summary."""
+        return self.shim.change_grant(grant_id, choices)
 
     def _tell(self, action: str, origin: str) -> None:
         shim = self.shim

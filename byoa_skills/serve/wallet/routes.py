@@ -275,7 +275,8 @@ async def _change_grant(request: web.Request) -> web.Response:
         return body
     page = request.app[PAGE_KEY]
     try:
-        summary = page.shim.change_grant(request.match_info["grant_id"], read_choices(body))
+        choices = read_choices(body)
+        summary = SiteChanges(page.shim).grant(request.match_info["grant_id"], choices)
     except ChoiceRefusal as refused:
         return choice_refusal(refused)
     except GrantRefusal as refused:
