@@ -30,9 +30,11 @@ from byoa_skills.skills import (
     Skill,
     SkillEngine,
 )
+from byoa_skills.skills.registry import judged, models_skills, uses_models
 from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.models_block import block_problems
 from byoa_skills.wallet_shim.shim import WalletShim
 
 
@@ -237,3 +239,21 @@ def test_the_metrics_count_the_audio_a_third_skill_declares(listened: list[Any])
         "byoa_calls_total", {"skill": "test.listen", "outcome": "ok"}
     )
     assert calls == 1
+
+
+def test_the_policy_asks_a_skill_what_it_declares_never_its_name(
+    events: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a skill's calls run beside the purpose judge and whether its manifest entry
+    may carry a ``models`` block are the skill's own declarations (``judged``,
+    ``uses_models``), which the shim and consent read through the registry."""
+    assert (judged("text.generate"), uses_models("text.generate")) == (True, True)
+    assert (judged("audio.transcribe"), uses_models("audio.transcribe")) == (False, False)
+    assert (judged("test.echo"), uses_models("test.echo"), judged("no.such")) == (False,) * 3
+    block = {"skills": {"test.echo": {"required": True, "models": {"count": 1}}}}
+    assert [p["code"] for p in block_problems(block)] == ["models-not-for-skill"]
+    monkeypatch.setattr(Echo, "judged", True)
+    monkeypatch.setattr(Echo, "uses_models", True)
+    assert judged("test.echo") and uses_models("test.echo")
+    assert "test.echo" in models_skills()
+    assert "models-not-for-skill" not in [p["code"] for p in block_problems(block)]
