@@ -43,14 +43,14 @@ async def running_on(pool: WorkerPool, task: asyncio.Task[Transcription]) -> int
     while pool.busy_workers == 0 and not task.done():
         await asyncio.sleep(0.005)
     assert not task.done()
-    busy = [s for s in pool._slots if s.busy]
+    busy = [s for s in pool._supervisor.slots if s.busy]
     assert len(busy) == 1 and busy[0].worker is not None and busy[0].worker.pid
     return busy[0].worker.pid
 
 
 async def settled(pool: WorkerPool) -> None:
     """Return once both workers are warm and both slots wait for a call."""
-    while pool.warm_workers < 2 or not all(s.waiting for s in pool._slots):
+    while pool.warm_workers < 2 or not all(s.waiting for s in pool._supervisor.slots):
         await asyncio.sleep(0.02)
 
 
@@ -83,7 +83,7 @@ def test_a_lone_call_keeps_its_deadline(slow: PoolConfig) -> None:
     long = clip("en-long.wav", "jfk.wav")
 
     async def body(pool: WorkerPool) -> tuple[str, int, int, list[int], Transcription]:
-        wide_pid = pool._slots[0].worker.pid  # type: ignore[union-attr]
+        wide_pid = pool._supervisor.slots[0].worker.pid  # type: ignore[union-attr]
         task = asyncio.create_task(pool.transcribe(long, "en", deadline=0.4))
         took = await running_on(pool, task)
         with pytest.raises(DeadlineExceeded) as failure:
@@ -102,7 +102,7 @@ def test_a_lone_call_is_answered_when_its_worker_dies_in_the_middle(slow: PoolCo
     long = clip("en-long.wav", "jfk.wav")
 
     async def body(pool: WorkerPool) -> tuple[str, int, int, list[int], Transcription]:
-        wide_pid = pool._slots[0].worker.pid  # type: ignore[union-attr]
+        wide_pid = pool._supervisor.slots[0].worker.pid  # type: ignore[union-attr]
         task = asyncio.create_task(pool.transcribe(long, "en"))
         took = await running_on(pool, task)
         await asyncio.sleep(0.2)  # in the middle of its encode or decode
