@@ -1,0 +1,210 @@
+"""Issue 35's rows on the ways in no other test reached: a paired platform (BYOAg) under the
+visitor's narrowed limit after a restart and a renewal, and its one grant per site; "decide on
+my own" turned on again by hand; a Sites-view change that keeps the consent's expiry. Each
+runs in-process on a shim over a store of its own (a restart is a new shim on the same
+store); the other ways in of each row are in the table of ``docs/consent.md``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_sources import RunningServer, ollama_app, serving
+from test_models_stay_the_visitors import MANIFEST, ORIGIN, consented
+from test_models_stay_the_visitors import wallet as text_wallet
+from textkit import sources_file
+
+from byoa_skills.byoag.keys import PairwiseKeys
+from byoa_skills.byoag.registrations import Registration, RegistrationStore
+from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.consent.site_changes import SiteChanges
+from byoa_skills.runtimes.text import SourceStore, TextRuntime
+from byoa_skills.skills import SkillEngine
+from byoa_skills.store.activity import ActivityLog
+from byoa_skills.store.clock import now_ms
+from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.sites import SiteStore
+from byoa_skills.wallet_shim.shim import WalletShim
+from byoa_skills.wallet_shim.visitor_choices import VisitorChoices
+
+PLATFORM = "https://platform.example"
+MESSAGES = {"messages": [{"role": "user", "content": "hello there"}]}
+
+
+@pytest.fixture(scope="module")
+def ollama() -> Iterator[RunningServer]:
+    with serving(ollama_app) as server:
+        yield server
+
+
+class Wallet:
+    """A wallet's store in ``folder``, a platform paired to it for text, and its text source:
+    :meth:`started` is the engine's start (again, after a restart)."""
+
+    def __init__(self, folder: Path, ollama: RunningServer) -> None:
+        self.registrations = RegistrationStore(folder / "byoag")
+        self.registrations.save(Registration(
+            platform="platform.example", issuer=PLATFORM, registration_id="r1", agent_id="a1",
+            scope=("text.generate",), mode="code", jkt="j1",
+            paired_at="2026-11-30T00:00:00.000Z", access_token="t",
+        ), PairwiseKeys.new())  # fmt: skip
+        self.sources = sources_file(folder / "sources.json",
+                                    {"name": "ollama", "kind": "ollama", "url": ollama.url},
+                                    default="ollama/echo")  # fmt: skip
+        self.database = WalletDatabase(folder / "wallet.sqlite3")
+
+    def started(self) -> RegistrationCalls:
+        engine = SkillEngine(None, text=TextRuntime(SourceStore(self.sources)))
+        shim = WalletShim(engine, SiteStore(self.database), ActivityLog(self.database))
+        return RegistrationCalls(shim, self.registrations)
+
+    async def stopped(self, calls: RegistrationCalls) -> None:
+        assert calls.shim.engine.text is not None
+        await calls.shim.engine.text.close()
+        self.database.flush()
+        self.database.close()
+
+
+async def answered(calls: RegistrationCalls, count: int) -> list[bool]:
+    """Whether each of ``count`` text calls of the platform was answered."""
+    results = [await calls.call("platform.example", "text.generate", MESSAGES)
+               for _ in range(count)]  # fmt: skip
+    return [result.ok for result in results]
+
+
+def newest(calls: RegistrationCalls) -> Any:
+    """The platform's newest live grant, None when it holds none."""
+    grants = calls.shim.grants.of_origin(PLATFORM)
+    return max(grants, key=lambda grant: grant.created_ms) if grants else None
+
+
+def rate(grant: Any) -> Any:
+    """The calls a minute in force for a live grant (None: no such limit)."""
+    return grant.summary()["limits"].get("maxCallsPerMinute")
+
+
+def test_a_platform_narrowed_by_the_visitor_stays_narrowed_after_a_restart_and_a_renewal(
+    tmp_path: Path, ollama: RunningServer
+) -> None:
+    wallet = Wallet(tmp_path, ollama)
+    seen: dict[str, Any] = {}
+
+    async def before_restart() -> None:
+        calls = wallet.started()
+        seen["first"] = await answered(calls, 1)
+        SiteChanges(calls.shim).limits(PLATFORM, VisitorChoices(limits={"maxCallsPerMinute": 2}))
+        await wallet.stopped(calls)
+
+    async def after_restart() -> None:
+        calls = wallet.started()  # the engine's next start
+        seen["after restart"] = await answered(calls, 5)
+        seen["held"] = newest(calls)
+        for grant in calls.shim.grants.of_origin(PLATFORM):  # its end: the next call renews
+            calls.shim.release_grant(grant.id)
+        seen["renewed"] = await answered(calls, 5)
+        seen["fresh"] = newest(calls)
+        await wallet.stopped(calls)
+
+    asyncio.run(before_restart())
+    asyncio.run(after_restart())
+    held, fresh = seen["held"], seen["fresh"]
+    assert seen["first"] == [True]
+    assert seen["after restart"].count(True) <= 1, "the narrowed rate did not hold"
+    assert rate(held) == 2, held.summary()
+    assert fresh is not None and fresh.id != held.id
+    assert rate(fresh) == 2, "the renewal lost the narrowed limit"
+    assert seen["renewed"].count(True) == 2, seen["renewed"]
+
+
+def test_a_platform_that_asks_again_after_a_restart_gets_its_live_grant_back(
+    tmp_path: Path, ollama: RunningServer
+) -> None:
+    wallet = Wallet(tmp_path, ollama)
+    seen: dict[str, Any] = {}
+
+    async def before_restart() -> None:
+        calls = wallet.started()
+        seen["first answer"] = await answered(calls, 1)
+        [seen["first"]] = calls.shim.grants.of_origin(PLATFORM)
+        await wallet.stopped(calls)
+
+    async def after_restart() -> None:
+        calls = wallet.started()
+        seen["again"] = await answered(calls, 3)
+        seen["held"] = [grant.id for grant in calls.shim.grants.of_origin(PLATFORM)]
+        seen["counted"] = calls.shim.grants.get(seen["first"].id)
+        await wallet.stopped(calls)
+
+    asyncio.run(before_restart())
+    asyncio.run(after_restart())
+    first, counted = seen["first"], seen["counted"]
+    assert seen["first answer"] == [True] and seen["again"] == [True] * 3
+    assert seen["held"] == [first.id], "a second grant for one platform"
+    assert counted is not None and counted.calls == 4
+
+
+def test_decide_on_my_own_turned_on_again_by_hand_gives_no_grant_without_a_click(
+    tmp_path: Path,
+) -> None:
+    seen: dict[str, Any] = {}
+    entries: list[dict[str, Any]] = []
+    with serving(ollama_app) as source:
+        shim, requests, desk = text_wallet(tmp_path, source.url, source.url)
+        shim.watch_activity(entries.append)
+
+        async def main() -> None:
+            grant = await consented(requests, desk, ["a/echo:latest"])  # decide on my own
+            changes = SiteChanges(shim)
+            await changes.change("decide-on-my-own", ORIGIN, False)  # the page's switch
+            shim.release_grant(grant["grantId"])
+            await changes.change("decide-on-my-own", ORIGIN, True)  # on again, by hand
+            seen["no click"] = await requests.request(ORIGIN, MANIFEST, False)
+            assert shim.engine.text is not None
+            await shim.engine.text.close()
+
+        asyncio.run(main())
+    assert seen["no click"] is None, "a grant with no click for a site that held none"
+    assert shim.grants.all() == []
+    outcomes = [e["outcome"] for e in entries if e.get("kind") == "request"]
+    assert outcomes[-1] == "asks-for-more", outcomes
+
+
+def expires_ms(grant: dict[str, Any]) -> int:
+    when = datetime.fromisoformat(str(grant["expiresAt"]).replace("Z", "+00:00"))
+    return int(when.timestamp() * 1000)
+
+
+def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant(
+    tmp_path: Path,
+) -> None:
+    seen: dict[str, Any] = {}
+    with serving(ollama_app) as source:
+        shim, requests, desk = text_wallet(tmp_path, source.url, source.url)
+
+        async def main() -> None:
+            asking = asyncio.create_task(requests.request(ORIGIN, MANIFEST, True))
+            for _ in range(200):
+                if desk.waiting():
+                    break
+                await asyncio.sleep(0.05)
+            desk.answer(desk.waiting()[0].id, "decide-on-my-own",
+                        {"models": ["a/echo:latest"], "expiresInMinutes": 30})  # fmt: skip
+            first = await asking
+            SiteChanges(shim).limits(ORIGIN, VisitorChoices(limits={"maxCallsPerMinute": 3}))
+            shim.release_grant(first["grantId"])
+            seen["asked"] = now_ms()
+            seen["next"] = await requests.request(ORIGIN, MANIFEST, False)
+            assert shim.engine.text is not None
+            await shim.engine.text.close()
+
+        asyncio.run(main())
+    following = seen["next"]
+    assert following is not None
+    assert following["limits"]["maxCallsPerMinute"] == 3, following
+    assert expires_ms(following) <= seen["asked"] + 31 * 60_000, (
+        "the next grant got the default day, not the 30 minutes the visitor chose"
+    )
