@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from byoa_skills import __version__
@@ -60,9 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``byoa-skills`` with ``argv`` and return its exit status (2 for a usage error)."""
+    """Run ``byoa-skills`` with ``argv`` and return its exit status (2 for a usage error, 130
+    when Ctrl-C stopped it: one line on stderr, no traceback)."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C: what the command started is stopped on the way out
+        print(f"byoa-skills {args.command}: stopped", file=sys.stderr)
+        return 128 + signal.SIGINT
 
 
 if __name__ == "__main__":

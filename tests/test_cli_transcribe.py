@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,26 @@ def test_transcribe_takes_a_silent_hour_without_holding_it(
     peak_mib = int(done.stderr.strip().splitlines()[-1]) / 1024
     # generous: decoding the hour whole took the command past 1.2 GB
     assert peak_mib < 700, f"transcribe peaked at {peak_mib:.0f} MiB"
+
+
+def test_ctrl_c_stops_transcribe_with_one_line_and_status_130(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    long = tmp_path / "long.wav"  # 7.5 minutes of speech: still decoding when stopped
+    subprocess.run(["sox", str(SPEECH / "jfk.wav"), str(long), "repeat", "40"], check=True)
+    fifo = tmp_path / "recording.wav"  # read through a pipe: once written, it is decoding
+    os.mkfifo(fifo)
+    running = subprocess.Popen(
+        [sys.executable, "-m", "byoa_skills", "transcribe", "--model", "tiny.en", str(fifo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "BYOA_SKILLS_HOME": str(engine_home)},
+    )  # fmt: skip
+    try:
+        with fifo.open("wb") as pipe:
+            pipe.write(long.read_bytes())
+        running.send_signal(signal.SIGINT)
+        _out, err = running.communicate(timeout=60)
+    finally:
+        running.kill()
+    assert running.returncode == 130, err
+    assert "Traceback" not in err and err.strip() == "byoa-skills transcribe: stopped", err
