@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from test_store_damaged import wallet_api
 from test_wallet_page import api
 
 from byoa_skills.demos.site.app import start_site
+from byoa_skills.demos.site.connection import WalletConnection
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.demos.site.manifest import build_link, encode_manifest
 from byoa_skills.directlink.check import check_link
@@ -48,13 +51,36 @@ def link_entries(engine: Engine, origin: str) -> list[dict[str, Any]]:
     return [e for e in entries if e.get("kind") == "link" and e.get("origin") == origin]
 
 
-async def site_and_link(engine: Engine, decision: str) -> tuple[Any, SiteDemo, str, dict[str, Any]]:
-    """The reference site on localhost, and its link taken with ``decision``."""
+@asynccontextmanager
+async def linked_site(
+    engine: Engine, decision: str
+) -> AsyncIterator[tuple[SiteDemo, str, dict[str, Any]]]:
+    """The reference site on localhost, its link taken with ``decision`` (the link's code
+    and the answer), and the site closed at the end."""
     runner, _, demo = await start_site(host="localhost")
-    code, link = demo.new_code("127.0.0.1")
-    _, taken = await api(engine, "POST", "/v1/links", {"link": link, "decision": decision})
-    assert taken["ok"] and taken["state"] == "connected", taken
-    return runner, demo, code, taken
+    try:
+        code, link = demo.new_code("127.0.0.1")
+        _, taken = await api(engine, "POST", "/v1/links", {"link": link, "decision": decision})
+        assert taken["ok"] and taken["state"] == "connected", taken
+        yield demo, code, taken
+    finally:
+        await demo.close()
+        await runner.cleanup()
+
+
+def connected(demo: SiteDemo, code: str) -> WalletConnection:
+    """The site's connection of the link of ``code``."""
+    connection = demo.connection(code)
+    assert connection is not None
+    return connection
+
+
+def speech_grant(seconds: float = 3600, **limits: Any) -> dict[str, Any]:
+    """A grant document of :data:`SPEECH`'s skill for ``seconds``, with ``limits`` if any."""
+    document: dict[str, Any] = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
+                                "budget": {"perSession": "0.05 USD"},
+                                "expiresAt": in_seconds(seconds)}  # fmt: skip
+    return {**document, "limits": limits} if limits else document
 
 
 def test_a_narrowed_limit_holds_on_the_next_link_and_the_site_gets_its_grant_back(
@@ -63,9 +89,8 @@ def test_a_narrowed_limit_holds_on_the_next_link_and_the_site_gets_its_grant_bac
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        runner, demo, _, first = await site_and_link(wallet, "decide-on-my-own")
-        origin = first["origin"]
-        try:
+        async with linked_site(wallet, "decide-on-my-own") as (demo, _, first):
+            origin = first["origin"]
             narrowed = await asyncio.to_thread(
                 cli, wallet, "limits", origin, "--max-calls-per-minute", "2"
             )
@@ -81,9 +106,6 @@ def test_a_narrowed_limit_holds_on_the_next_link_and_the_site_gets_its_grant_bac
             seen["fresh"] = fresh
             connection = demo.connection(third_code)
             seen["hello fresh"] = connection.grants[0] if connection else None
-        finally:
-            await demo.close()
-            await runner.cleanup()
         seen["first"] = first
 
     asyncio.run(main())
@@ -142,8 +164,7 @@ def test_a_changed_purpose_is_more_on_a_page_and_on_a_link(wallet: Engine) -> No
             seen["view"] = consent["view"]
             await page.answer(consent, "decline")
             seen["clicked, declined"] = await asking
-            runner, demo, _, first = await site_and_link(wallet, "decide-on-my-own")
-            try:
+            async with linked_site(wallet, "decide-on-my-own") as (demo, _, first):
                 wider = copy.deepcopy(demo.manifest)
                 wider["purpose"]["summary"] = "Anything at all"
                 link = build_link(demo.endpoint, encode_manifest(wider), demo.codes.issue())
@@ -154,9 +175,6 @@ def test_a_changed_purpose_is_more_on_a_page_and_on_a_link(wallet: Engine) -> No
                 seen["link view"] = consent["view"]
                 await page.answer(consent, "decline")
                 seen["link"] = (await asking)[1]
-            finally:
-                await demo.close()
-                await runner.cleanup()
         return seen
 
     seen = asyncio.run(main())
@@ -173,11 +191,9 @@ def test_the_terminal_tells_the_running_engine_and_the_site(wallet: Engine) -> N
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        runner, demo, code, first = await site_and_link(wallet, "allow")
-        origin = first["origin"]
-        try:
-            connection = demo.connection(code)
-            assert connection is not None
+        async with linked_site(wallet, "allow") as (demo, code, first):
+            origin = first["origin"]
+            connection = connected(demo, code)
             seen["pause"] = await asyncio.to_thread(cli, wallet, "pause", origin)
             await until(lambda: len(connection.grants) >= 2, "the grant frame of a pause")
             seen["paused"] = connection.grants[-1]
@@ -187,9 +203,6 @@ def test_the_terminal_tells_the_running_engine_and_the_site(wallet: Engine) -> N
             seen["forget"] = await asyncio.to_thread(cli, wallet, "forget", origin)
             await until(lambda: connection.said_bye, "bye after forget")
             _, seen["grant after"] = await api(wallet, "GET", f"/v1/grants/{first['grantId']}")
-        finally:
-            await demo.close()
-            await runner.cleanup()
 
     asyncio.run(main())
     assert seen["pause"].returncode == 0, seen["pause"].stderr
@@ -242,20 +255,14 @@ def test_decide_on_my_own_turned_off_from_the_terminal_ends_the_return(
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        runner, demo, code, first = await site_and_link(wallet, "decide-on-my-own")
-        origin = first["origin"]
-        try:
+        async with linked_site(wallet, "decide-on-my-own") as (demo, code, first):
+            origin = first["origin"]
             seen["off"] = await asyncio.to_thread(cli, wallet, "decide-on-my-own", origin, "off")
-            connection = demo.connection(code)
-            assert connection is not None
-            await connection.ws.close()  # the site drops the connection
+            await connected(demo, code).ws.close()  # the site drops the connection
             await until(lambda: len(link_entries(wallet, origin)) >= 1, "the link's end",
                         seconds=20)  # fmt: skip
             seen["ends"] = [e["outcome"] for e in link_entries(wallet, origin)]
             seen["hellos"] = len(demo.hellos)
-        finally:
-            await demo.close()
-            await runner.cleanup()
 
     asyncio.run(main())
     assert seen["off"].returncode == 0, seen["off"].stderr
@@ -271,8 +278,7 @@ def test_limits_set_while_no_engine_runs_hold_once_it_starts(
     (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
     origin = "https://offline.example.org"
     args = ["--model", "tiny.en", "--workers", "1", "--idle-release", "0"]
-    given = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
-             "budget": {"perSession": "0.05 USD"}, "expiresAt": in_seconds(3600)}  # fmt: skip
+    given = speech_grant()
     engine = Engine.start(home, args, token=TOKEN, log_name="first.log")
     try:
         engine.wait_ready()
@@ -304,20 +310,14 @@ def test_limits_set_while_no_engine_runs_hold_once_it_starts(
 def test_the_wallet_apps_own_grant_route_keeps_one_grant_a_site(wallet: Engine) -> None:  # noqa: F811
     origin = "https://route.example.org"
 
-    def given(**limits: Any) -> dict[str, Any]:
-        document: dict[str, Any] = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
-                                    "budget": {"perSession": "0.05 USD"},
-                                    "expiresAt": in_seconds(3600)}  # fmt: skip
-        return {**document, "limits": limits} if limits else document
-
     async def main() -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        body = {"origin": origin, "manifest": SPEECH, "grant": given()}
+        body = {"origin": origin, "manifest": SPEECH, "grant": speech_grant()}
         _, seen["first"] = await api(wallet, "POST", "/v1/grants", body)
         grant_id = seen["first"]["grantId"]
         _, seen["call"] = await api(wallet, "POST", "/v1/skills/audio.transcribe",
                                     {"grantId": grant_id, "input": HELLO})  # fmt: skip
-        body = {"origin": origin, "manifest": SPEECH, "grant": given(maxCallsPerMinute=2)}
+        body = {"origin": origin, "manifest": SPEECH, "grant": speech_grant(maxCallsPerMinute=2)}
         _, seen["second"] = await api(wallet, "POST", "/v1/grants", body)
         _, seen["shown"] = await api(wallet, "GET", f"/v1/grants/{grant_id}")
         seen["page"] = await page_request(wallet, origin, SPEECH, True)
@@ -334,11 +334,9 @@ def test_the_wallet_apps_own_grant_route_keeps_one_grant_a_site(wallet: Engine) 
 
 def test_an_expired_grants_extension_answer_is_ok_false_alone(wallet: Engine) -> None:  # noqa: F811
     origin = "https://expiring.example.org"
-    given = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
-             "budget": {"perSession": "0.05 USD"}, "expiresAt": in_seconds(1.5)}  # fmt: skip
 
     async def main() -> dict[str, Any]:
-        body = {"origin": origin, "manifest": SPEECH, "grant": given}
+        body = {"origin": origin, "manifest": SPEECH, "grant": speech_grant(1.5)}
         _, made = await api(wallet, "POST", "/v1/grants", body)
         assert made["ok"], made
         ends = datetime.fromisoformat(made["expiresAt"].replace("Z", "+00:00"))
@@ -355,20 +353,15 @@ def test_a_budget_change_sends_no_grant_frame_the_same_as_the_last(wallet: Engin
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        runner, demo, code, first = await site_and_link(wallet, "allow")
-        origin = first["origin"]
-        try:
-            connection = demo.connection(code)
-            assert connection is not None
+        async with linked_site(wallet, "allow") as (demo, code, first):
+            origin = first["origin"]
+            connection = connected(demo, code)
             _, seen["budget"] = await api(wallet, "POST", "/v1/sites/limits", {
                 "origin": origin, "choices": {"budget": "0.01 USD"}})  # fmt: skip
             _, seen["limit"] = await api(wallet, "POST", "/v1/sites/limits", {
                 "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
             await until(lambda: len(connection.grants) >= 2, "the grant frame of the limit")
             seen["frames"] = list(connection.grants)
-        finally:
-            await demo.close()
-            await runner.cleanup()
 
     asyncio.run(main())
     assert seen["budget"]["ok"] and seen["limit"]["ok"], seen
@@ -381,21 +374,37 @@ def test_a_grant_changed_on_the_page_is_told_to_the_site(wallet: Engine) -> None
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        runner, demo, code, first = await site_and_link(wallet, "allow")
-        try:
-            connection = demo.connection(code)
-            assert connection is not None
+        async with linked_site(wallet, "allow") as (demo, code, first):
+            connection = connected(demo, code)
             change = f"/wallet/api/grants/{first['grantId']}/change"
             [seen["change"]] = await wallet_api(
                 wallet, [("POST", change, {"limits": {"maxCallsPerMinute": 3}})]
             )
             await until(lambda: len(connection.grants) >= 2, "the grant frame of the change")
             seen["frames"] = list(connection.grants)
-        finally:
-            await demo.close()
-            await runner.cleanup()
 
     asyncio.run(main())
     status, answer = seen["change"]
     assert status == 200 and answer["ok"], answer
     assert seen["frames"][1]["limits"]["maxCallsPerMinute"] == 3, seen["frames"]
+
+
+def test_a_block_from_the_terminal_ends_the_sites_link_and_its_grant(wallet: Engine) -> None:  # noqa: F811
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with linked_site(wallet, "allow") as (demo, code, first):
+            origin = first["origin"]
+            connection = connected(demo, code)
+            seen["block"] = await asyncio.to_thread(cli, wallet, "block", origin)
+            await until(lambda: connection.said_bye, "bye after a block", seconds=10)
+            call = {"origin": origin, "grantId": first["grantId"], "skill": "audio.transcribe",
+                    "input": HELLO}  # fmt: skip
+            _, seen["page call"] = await api(wallet, "POST", "/v1/extension/call", call)
+            _, seen["grant after"] = await api(wallet, "GET", f"/v1/grants/{first['grantId']}")
+            await asyncio.to_thread(cli, wallet, "forget", origin)  # the shared engine's list
+
+    asyncio.run(main())
+    assert seen["block"].returncode == 0, seen["block"].stderr
+    assert seen["page call"] == {"ok": False}, seen["page call"]
+    assert seen["grant after"]["ok"] is False and seen["grant after"]["code"] == "unknown-grant"
