@@ -1,6 +1,7 @@
 """A decide-on-my-own link's return after a restart, on a real ``serve`` and the reference
 site: the return brings back the grant the site held (same id, same expiry: the visitor's
-expiry holds across returns), and never a grant the visitor ended."""
+expiry holds across returns, and so do the limits the visitor narrowed it to), and never a
+grant the visitor ended."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from engine import TOKEN, Engine, free_port, start_engine
 from sitekit import until, with_site
 
@@ -31,7 +35,8 @@ async def api(engine: Engine, method: str, path: str, body: Any = None) -> dict[
         return await response.json(content_type=None)
 
 
-def fresh_home(engine_home: Path, tmp_path: Path) -> Path:
+@pytest.fixture
+def home(engine_home: Path, tmp_path: Path) -> Path:
     """A wallet home of its own that shares the tests' downloaded models."""
     home = tmp_path / "home"
     (home / "cache").mkdir(parents=True)
@@ -39,9 +44,20 @@ def fresh_home(engine_home: Path, tmp_path: Path) -> Path:
     return home
 
 
-def started(home: Path, log_name: str) -> Engine:
-    """A ``serve`` on ``home`` with the smallest model."""
-    return start_engine(home, "--model", "tiny.en", "--workers", "1", log_name=log_name)
+@asynccontextmanager
+async def running(home: Path, log_name: str) -> AsyncIterator[Engine]:
+    """A ``serve`` on ``home`` with the smallest model, ready; stopped at the end."""
+    engine = start_engine(home, "--model", "tiny.en", "--workers", "1", log_name=log_name)
+    try:
+        await asyncio.to_thread(engine.wait_ready)
+        yield engine
+    finally:
+        await asyncio.to_thread(engine.stop)
+
+
+async def taken_on_my_own(engine: Engine, link: str) -> dict[str, Any]:
+    """The engine's answer to ``link`` handed over with "decide on my own"."""
+    return await api(engine, "POST", "/v1/links", {"link": link, "decision": "decide-on-my-own"})
 
 
 def link_ends(engine: Engine) -> list[str]:
@@ -50,28 +66,30 @@ def link_ends(engine: Engine) -> list[str]:
     return [e["outcome"] for e in entries if e.get("kind") == "link"]
 
 
-def test_a_return_after_a_restart_brings_back_the_same_grant_and_its_expiry(
-    engine_home: Path, tmp_path: Path
-) -> None:
-    home = fresh_home(engine_home, tmp_path)
+def pairings(home: Path) -> dict[str, Any]:
+    """The direct links' pairings kept in the store of ``home``."""
+    return PairingStore(WalletDatabase(home / "data" / "wallet.sqlite3")).all()
 
+
+def sites(home: Path, *args: str, port: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``byoa-skills sites ARGS`` against the engine on ``port``; without one, while no engine
+    runs (nothing answers on its port): the terminal changes the store of ``home``."""
+    return subprocess.run(
+        [sys.executable, "-m", "byoa_skills", "sites", *args, "--port", str(port or free_port()),
+         "--token", TOKEN],
+        capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(home)},
+    )  # fmt: skip
+
+
+def test_a_return_after_a_restart_brings_back_the_same_grant_and_its_expiry(home: Path) -> None:
     async def body(demo: SiteDemo) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         _, link = demo.new_code("127.0.0.1")
-        first = started(home, "a.log")
-        try:
-            await asyncio.to_thread(first.wait_ready)
-            seen["taken"] = await api(first, "POST", "/v1/links",
-                                      {"link": link, "decision": "decide-on-my-own"})  # fmt: skip
-        finally:
-            await asyncio.to_thread(first.stop)
+        async with running(home, "a.log") as first:
+            seen["taken"] = await taken_on_my_own(first, link)
         await until(lambda: not demo.connections, "the wallet to go away")
-        second = started(home, "b.log")
-        try:
-            await asyncio.to_thread(second.wait_ready)
+        async with running(home, "b.log"):
             await until(lambda: len(demo.hellos) == 2, "the wallet to come back")
-        finally:
-            await asyncio.to_thread(second.stop)
         seen["hellos"] = demo.hellos
         return seen
 
@@ -84,26 +102,19 @@ def test_a_return_after_a_restart_brings_back_the_same_grant_and_its_expiry(
     )
 
 
-def test_a_grant_the_visitor_ended_ends_the_pairing(engine_home: Path, tmp_path: Path) -> None:
-    home = fresh_home(engine_home, tmp_path)
-
+def test_a_grant_the_visitor_ended_ends_the_pairing(home: Path) -> None:
     async def body(demo: SiteDemo) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         code, link = demo.new_code("127.0.0.1")
-        first = started(home, "a.log")
-        try:
-            await asyncio.to_thread(first.wait_ready)
-            taken = await api(first, "POST", "/v1/links",
-                              {"link": link, "decision": "decide-on-my-own"})  # fmt: skip
+        async with running(home, "a.log") as first:
+            taken = await taken_on_my_own(first, link)
             assert taken["ok"], taken
             connection = demo.connection(code)
             assert connection is not None
             seen["released"] = await api(first, "DELETE", f"/v1/grants/{taken['grantId']}")
             await until(lambda: connection.said_bye, "the bye of the ended grant")
             await until(lambda: "grant-ended" in link_ends(first), "the link's end")
-        finally:
-            await asyncio.to_thread(first.stop)
-        seen["pairings"] = PairingStore(WalletDatabase(home / "data" / "wallet.sqlite3")).all()
+        seen["pairings"] = pairings(home)
         return seen
 
     seen = with_site(body)
@@ -111,36 +122,23 @@ def test_a_grant_the_visitor_ended_ends_the_pairing(engine_home: Path, tmp_path:
     assert seen["pairings"] == {}, "the pairing of a grant the visitor ended was kept"
 
 
-def test_a_grant_ended_while_no_engine_runs_is_not_brought_back_by_a_return(
-    engine_home: Path, tmp_path: Path
-) -> None:
-    home = fresh_home(engine_home, tmp_path)
-
+def test_a_grant_ended_while_no_engine_runs_is_not_brought_back_by_a_return(home: Path) -> None:
     async def body(demo: SiteDemo) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         _, link = demo.new_code("127.0.0.1")
-        first = started(home, "a.log")
-        try:
-            await asyncio.to_thread(first.wait_ready)
-            taken = await api(first, "POST", "/v1/links",
-                              {"link": link, "decision": "decide-on-my-own"})  # fmt: skip
+        async with running(home, "a.log") as first:
+            taken = await taken_on_my_own(first, link)
             assert taken["ok"], taken
-        finally:
-            await asyncio.to_thread(first.stop)
         before = len(link_ends(first))
         origin = str(taken["origin"])
-        seen["block"] = await asyncio.to_thread(offline_sites, home, "block", origin)
-        seen["resume"] = await asyncio.to_thread(offline_sites, home, "resume", origin)
-        second = started(home, "b.log")
-        try:
-            await asyncio.to_thread(second.wait_ready)
+        seen["block"] = await asyncio.to_thread(sites, home, "block", origin)
+        seen["resume"] = await asyncio.to_thread(sites, home, "resume", origin)
+        async with running(home, "b.log") as second:
             await until(lambda: len(demo.hellos) == 2 or len(link_ends(second)) > before,
                         "the return, or its refusal")  # fmt: skip
             seen["ends"] = link_ends(second)[before:]
-        finally:
-            await asyncio.to_thread(second.stop)
         seen["hellos"] = len(demo.hellos)
-        seen["pairings"] = PairingStore(WalletDatabase(home / "data" / "wallet.sqlite3")).all()
+        seen["pairings"] = pairings(home)
         return seen
 
     seen = with_site(body)
@@ -150,11 +148,25 @@ def test_a_grant_ended_while_no_engine_runs_is_not_brought_back_by_a_return(
     assert seen["pairings"] == {}, "the pairing of an ended grant was kept"
 
 
-def offline_sites(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``byoa-skills sites ARGS`` while no engine runs (nothing answers on its port): the
-    terminal changes the store of ``home``."""
-    return subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "sites", *args, "--port", str(free_port()),
-         "--token", TOKEN],
-        capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(home)},
-    )  # fmt: skip
+def test_a_limit_narrowed_while_no_engine_runs_holds_on_the_return_after_a_restart(
+    home: Path,
+) -> None:
+    async def body(demo: SiteDemo) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        _, link = demo.new_code("127.0.0.1")
+        async with running(home, "a.log") as first:
+            taken = await taken_on_my_own(first, link)
+            assert taken["ok"], taken
+        await until(lambda: not demo.connections, "the wallet to go away")
+        seen["narrowed"] = await asyncio.to_thread(
+            sites, home, "limits", str(taken["origin"]), "--max-calls-per-minute", "2"
+        )
+        async with running(home, "b.log"):
+            await until(lambda: len(demo.hellos) == 2, "the wallet to come back")
+        seen["hellos"] = demo.hellos
+        return seen
+
+    seen = with_site(body)
+    assert seen["narrowed"].returncode == 0, seen["narrowed"].stderr
+    returned = seen["hellos"][1]["grant"]
+    assert returned["limits"]["maxCallsPerMinute"] == 2, returned
