@@ -20,8 +20,9 @@ from textkit import sources_file
 
 from byoa_skills.byoag.keys import PairwiseKeys
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
-from byoa_skills.byoag.scope import RegistrationCalls
+from byoa_skills.byoag.scope import RegistrationCalls, registration_manifest
 from byoa_skills.consent.site_changes import SiteChanges
+from byoa_skills.extension.requests import PageRequests
 from byoa_skills.runtimes.text import SourceStore, TextRuntime
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.activity import ActivityLog
@@ -42,19 +43,20 @@ def ollama() -> Iterator[RunningServer]:
 
 
 class Wallet:
-    """A wallet's store in ``folder``, a platform paired to it for text, and its text source:
-    :meth:`started` is the engine's start (again, after a restart)."""
+    """A wallet's store in ``folder``, a platform paired to it for text, and its text sources
+    (``a``, ``b``... at ``urls``): :meth:`started` is the engine's start (again, after a
+    restart)."""
 
-    def __init__(self, folder: Path, ollama: RunningServer) -> None:
+    def __init__(self, folder: Path, *urls: str) -> None:
         self.registrations = RegistrationStore(folder / "byoag")
         self.registrations.save(Registration(
             platform="platform.example", issuer=PLATFORM, registration_id="r1", agent_id="a1",
             scope=("text.generate",), mode="code", jkt="j1",
             paired_at="2026-11-30T00:00:00.000Z", access_token="t",
         ), PairwiseKeys.new())  # fmt: skip
-        self.sources = sources_file(folder / "sources.json",
-                                    {"name": "ollama", "kind": "ollama", "url": ollama.url},
-                                    default="ollama/echo")  # fmt: skip
+        named = zip("ab", urls, strict=False)
+        sources = [{"name": name, "kind": "ollama", "url": url} for name, url in named]
+        self.sources = sources_file(folder / "sources.json", *sources, default="a/echo")
         self.database = WalletDatabase(folder / "wallet.sqlite3")
 
     def started(self) -> RegistrationCalls:
@@ -90,7 +92,7 @@ def rate(grant: Any) -> Any:
 def test_a_platform_narrowed_by_the_visitor_stays_narrowed_after_a_restart_and_a_renewal(
     tmp_path: Path, ollama: RunningServer
 ) -> None:
-    wallet = Wallet(tmp_path, ollama)
+    wallet = Wallet(tmp_path, ollama.url)
     seen: dict[str, Any] = {}
 
     async def before_restart() -> None:
@@ -123,7 +125,7 @@ def test_a_platform_narrowed_by_the_visitor_stays_narrowed_after_a_restart_and_a
 def test_a_platform_that_asks_again_after_a_restart_gets_its_live_grant_back(
     tmp_path: Path, ollama: RunningServer
 ) -> None:
-    wallet = Wallet(tmp_path, ollama)
+    wallet = Wallet(tmp_path, ollama.url)
     seen: dict[str, Any] = {}
 
     async def before_restart() -> None:
@@ -145,6 +147,64 @@ def test_a_platform_that_asks_again_after_a_restart_gets_its_live_grant_back(
     assert seen["first answer"] == [True] and seen["again"] == [True] * 3
     assert seen["held"] == [first.id], "a second grant for one platform"
     assert counted is not None and counted.calls == 4
+
+
+def test_a_page_at_a_paired_platforms_origin_gets_the_platforms_grant_as_narrowed(
+    tmp_path: Path, ollama: RunningServer
+) -> None:
+    wallet = Wallet(tmp_path, ollama.url)
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        calls = wallet.started()
+        seen["platform"] = await answered(calls, 1)
+        SiteChanges(calls.shim).limits(PLATFORM, VisitorChoices(limits={"maxCallsPerMinute": 2}))
+        [held] = calls.shim.grants.of_origin(PLATFORM)
+        seen["held"] = held.id
+        manifest = registration_manifest(wallet.registrations.get("platform.example"))
+        page = PageRequests(calls.shim, None)  # no consent can be shown: none is needed
+        seen["page"] = await page.request(PLATFORM, manifest, True)
+        seen["grants"] = [grant.id for grant in calls.shim.grants.of_origin(PLATFORM)]
+        await wallet.stopped(calls)
+
+    asyncio.run(main())
+    page = seen["page"]
+    assert seen["platform"] == [True]
+    assert page is not None and page["grantId"] == seen["held"], "a second grant for one site"
+    assert page["limits"]["maxCallsPerMinute"] == 2, page
+    assert seen["grants"] == [seen["held"]]
+
+
+def test_a_platforms_model_no_longer_offered_is_never_replaced_by_another(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+    sources = {"a": serving(ollama_app), "b": serving(ollama_app)}
+    running = {name: source.__enter__() for name, source in sources.items()}
+    wallet = Wallet(tmp_path, running["a"].url, running["b"].url)
+
+    async def main() -> None:
+        calls = wallet.started()
+        seen["first"] = await answered(calls, 1)
+        [gone] = [name for name, source in running.items() if source.recorded.requests]
+        sources.pop(gone).__exit__(None, None, None)  # the source that answered stops
+        [other] = sources
+        seen["other"], seen["asked before"] = other, len(running[other].recorded.requests)
+        for grant in calls.shim.grants.of_origin(PLATFORM):  # the next call renews the grant
+            calls.shim.release_grant(grant.id)
+        seen["after"] = await calls.call("platform.example", "text.generate", MESSAGES)
+        seen["grants"] = [grant.models for grant in calls.shim.grants.of_origin(PLATFORM)]
+        await wallet.stopped(calls)
+
+    try:
+        asyncio.run(main())
+    finally:
+        for source in sources.values():
+            source.__exit__(None, None, None)
+    other_asked = len(running[seen["other"]].recorded.requests) - seen["asked before"]
+    after = seen["after"]
+    assert seen["first"] == [True]
+    assert (after.ok, after.code) == (False, "model-not-ticked"), (after.ok, after.code)
+    assert seen["grants"] == [], seen["grants"]
+    assert other_asked == 0, "another model than the one ticked answered the platform"
 
 
 def test_decide_on_my_own_turned_on_again_by_hand_gives_no_grant_without_a_click(
@@ -204,7 +264,7 @@ def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant
         asyncio.run(main())
     following = seen["next"]
     assert following is not None
-    assert following["limits"]["maxCallsPerMinute"] == 3, following
     assert expires_ms(following) <= seen["asked"] + 31 * 60_000, (
         "the next grant got the default day, not the 30 minutes the visitor chose"
     )
+    assert following["limits"]["maxCallsPerMinute"] == 3, following
