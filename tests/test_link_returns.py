@@ -170,3 +170,26 @@ def test_a_limit_narrowed_while_no_engine_runs_holds_on_the_return_after_a_resta
     assert seen["narrowed"].returncode == 0, seen["narrowed"].stderr
     returned = seen["hellos"][1]["grant"]
     assert returned["limits"]["maxCallsPerMinute"] == 2, returned
+
+
+def test_decide_on_my_own_turned_off_ends_the_return_after_a_restart(home: Path) -> None:
+    async def body(demo: SiteDemo) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        _, link = demo.new_code("127.0.0.1")
+        async with running(home, "a.log") as first:
+            taken = await taken_on_my_own(first, link)
+            assert taken["ok"], taken
+            seen["off"] = await asyncio.to_thread(
+                sites, home, "decide-on-my-own", str(taken["origin"]), "off", port=first.port
+            )
+        await until(lambda: not demo.connections, "the wallet to go away")
+        seen["pairings"] = pairings(home)
+        async with running(home, "b.log"):
+            await asyncio.sleep(3)  # a return comes within a second of the start
+        seen["hellos"] = len(demo.hellos)
+        return seen
+
+    seen = with_site(body)
+    assert seen["off"].returncode == 0, seen["off"].stderr
+    assert seen["hellos"] == 1, "the wallet came back to a site it no longer decides for"
+    assert seen["pairings"] == {}, "the pairing outlived decide on my own"
