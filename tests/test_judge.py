@@ -119,7 +119,8 @@ def llama_sources(tmp_path_factory: pytest.TempPathFactory, llama: LlamaServer) 
 
 
 def data_block(prompt: list[dict[str, str]]) -> str:
-    """The data block: the one line between the delimiters, each on a line of its own."""
+    """The data block: the two lines between the delimiters (the purpose, then the call's
+    messages), each delimiter on a line of its own."""
     user = prompt[-1]["content"]
     opening, closing = f"\n{OPEN}\n", f"\n{CLOSE}\n"
     assert user.count(opening) == 1 and user.count(closing) == 1, user
@@ -130,7 +131,8 @@ def data_block(prompt: list[dict[str, str]]) -> str:
 def test_the_site_text_is_data_inside_one_block(system_role: bool) -> None:
     prompt = build_prompt(PURPOSE, INJECTIONS, system_role=system_role)
     block = data_block(prompt)
-    assert "\n" not in block and "<" not in block and ">" not in block
+    assert block.count("\n") == 1 and "<" not in block and ">" not in block
+    assert block.split("\n")[1].startswith('"messages": ')  # the call's part on a line of its own
     data = json.loads(block)
     assert data["messages"] == INJECTIONS  # every string whole, only escaped
     assert data["purpose"] == GEO_MANIFEST["purpose"]["summary"]
@@ -224,7 +226,7 @@ def test_a_judge_slower_than_its_deadline_gives_ask_and_is_cut(tmp_path: Path) -
     assert "0.5 s" in opinion.message
 
 
-def test_a_source_that_is_down_gives_ask(tmp_path: Path) -> None:
+def test_a_source_that_is_down_gives_ask_unavailable(tmp_path: Path) -> None:
     async def run() -> Opinion:
         runtime = runtime_for(tmp_path, "http://127.0.0.1:9/v1")
         try:
@@ -234,7 +236,7 @@ def test_a_source_that_is_down_gives_ask(tmp_path: Path) -> None:
             await runtime.close()
 
     opinion = asyncio.run(run())
-    assert (opinion.decision, opinion.code) == ("ask", "purpose-judge-error")
+    assert (opinion.decision, opinion.code) == ("ask", "purpose-judge-unavailable")
 
 
 def test_the_judge_is_off_when_its_source_or_model_is_not_there(tmp_path: Path) -> None:

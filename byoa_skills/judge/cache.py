@@ -1,6 +1,7 @@
-"""The judge's memory: the same messages under the same grant, judged by the same model, are
-judged once. A bounded LRU of opinions keyed by a SHA-256 of (grant id, judge model,
-messages, purpose); the messages themselves are never kept. Calls that arrive while the same
+"""The judge's memory: the same messages under the same grant, judged by the same model with
+the same settings, are judged once. A bounded LRU of opinions keyed by a SHA-256 of (grant
+id, judge model, every setting that changes a decision, messages, purpose); the messages
+themselves are never kept. Calls that arrive while the same
 messages are being judged wait for that one judgement instead of asking the model again.
 
 Only the model's opinions are kept (:data:`~byoa_skills.judge.opinion.MODEL_CODES`):
@@ -25,12 +26,17 @@ CACHE_SIZE = 1024
 
 
 def cache_key(
-    grant_id: str, model: str, messages: Sequence[Mapping[str, Any]], purpose: str = ""
+    grant_id: str,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    purpose: str = "",
+    settings: str = "",
 ) -> str:
     """The hex SHA-256 of the grant id, the judge's model, the messages (roles and contents,
-    in order) and the purpose as the judge read it (so a grant whose manifest changed is
-    judged again)."""
-    body = [grant_id, model, purpose, [[str(m.get("role", "")), str(m.get("content", ""))]
+    in order), the purpose as the judge read it (so a grant whose manifest changed is judged
+    again) and ``settings``, every other setting that changes a decision (the mismatch
+    action, the prompt's form: :meth:`~byoa_skills.judge.runner.JudgeSettings.key`)."""
+    body = [grant_id, model, settings, purpose, [[str(m.get("role", "")), str(m.get("content", ""))]
                                        for m in messages]]  # fmt: skip
     encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     return hashlib.sha256(encoded).hexdigest()

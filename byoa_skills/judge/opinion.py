@@ -20,6 +20,9 @@ CODES: dict[str, str] = {
     "purpose-judge-error": "the judge's source failed or could not be asked (ask)",
     "purpose-judge-timeout": "no opinion within the judge's deadline (ask)",
     "purpose-judge-unreadable": "the judge's model answered something that is not an opinion (ask)",
+    "purpose-judge-unavailable": "the judge is on but its source does not answer (ask)",
+    "purpose-judge-too-long": "the call is longer than the judge can read whole (ask)",
+    "purpose-judge-spent": "the paid judge reached the visitor's spend for today (ask)",
 }
 #: The codes of opinions that the judge's model gave (kept by the cache; the others are the
 #: judge's own failures, asked again next time).

@@ -4,7 +4,10 @@ answer bound and a deadline; the answer is read into an :class:`Opinion`.
 
 :func:`judge` never raises for a judge that fails: a source that is down or errs gives
 ``purpose-judge-error``, one slower than the deadline ``purpose-judge-timeout``, an answer
-that is no opinion ``purpose-judge-unreadable``, each with the decision ``ask``.
+that is no opinion ``purpose-judge-unreadable``, each with the decision ``ask``. A source
+that cannot be reached (connection refused, its model not listed) gives
+``purpose-judge-unavailable``; a call whose messages are longer than the judge's budget is
+not sent to the model at all: ``purpose-judge-too-long``, ``ask``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from byoa_skills.judge.answer import read_answer
 from byoa_skills.judge.opinion import Opinion, failed
-from byoa_skills.judge.prompt import MESSAGE_BUDGET, Purpose, build_prompt
+from byoa_skills.judge.prompt import MESSAGE_BUDGET, Purpose, build_prompt, too_long
 from byoa_skills.runtimes.text import TextCall, TextFailure, TextRuntime
 from byoa_skills.runtimes.text.ollama import canonical_model
 
@@ -27,6 +30,8 @@ log = logging.getLogger("byoa_skills.judge")
 DEADLINE_SECONDS = 10.0
 #: The judge's answer bound, in tokens: one short line of JSON.
 MAX_TOKENS = 32
+#: The text runtime's failures that mean the judge's source does not answer.
+UNAVAILABLE = frozenset({"source-down", "unknown-source", "unknown-model"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,11 @@ class JudgeSettings:
         if not self.deadline > 0 or self.max_tokens < 1 or self.budget < 100:
             raise ValueError("deadline > 0, max_tokens >= 1 and budget >= 100")
 
+    def key(self) -> str:
+        """Every setting besides the model that changes an opinion, for the cache's key."""
+        return f"mismatch={self.mismatch};budget={self.budget};system={self.system_role};" \
+               f"tokens={self.max_tokens}"  # fmt: skip
+
 
 async def judge(
     purpose: Purpose,
@@ -61,6 +71,11 @@ async def judge(
     """The judge's opinion of a call carrying ``messages`` under ``purpose``, from the model
     ``settings.model`` at one of ``runtime``'s sources; ``ask`` when it cannot judge in time.
     Cancelling the awaiting task cancels the upstream request."""
+    if too_long(messages, settings.budget):
+        return failed(
+            "purpose-judge-too-long",
+            f"the call is longer than the {settings.budget} characters the purpose judge reads",
+        )
     call = TextCall(
         model=settings.model,
         messages=build_prompt(purpose, messages, settings.budget, settings.system_role),
@@ -74,6 +89,9 @@ async def judge(
     except TextFailure as failure:
         if failure.code == "deadline-exceeded":
             return _timed_out(settings)
+        if failure.code in UNAVAILABLE:
+            log.info("event=judge-unavailable code=%s", failure.code)
+            return unavailable()
         log.info("event=judge-failed code=%s", failure.code)
         return failed("purpose-judge-error", f"the purpose judge failed: {failure.code}")
     except asyncio.TimeoutError:
@@ -97,6 +115,11 @@ async def can_judge(runtime: TextRuntime, model: str) -> bool:
     if source.kind == "ollama":
         return canonical_model(model_id) in {canonical_model(info.id) for info in models}
     return any(info.id == model_id for info in models)
+
+
+def unavailable() -> Opinion:
+    """The opinion of a judge that is on but whose source does not answer: ``ask``."""
+    return failed("purpose-judge-unavailable", "the purpose judge's source does not answer")
 
 
 def _timed_out(settings: JudgeSettings) -> Opinion:

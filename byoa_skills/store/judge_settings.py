@@ -1,13 +1,16 @@
 """Where the purpose judge runs, as the visitor set it: the wallet's default (one JSON row of
 ``wallet_settings``: on or off, the model that judges, what a mismatch gives) and each site's
-own switch (``judge_sites``: on or off; no row: the default). Read once, kept in memory, and
-written through the database's writer; forgetting a site forgets its switch."""
+own switch (``judge_sites``: on or off; no row: the default), and what a paid judge spent
+today (one JSON row of ``wallet_settings``, ``{"day", "usd"}``: the day's spend, a new day
+starting from 0). Read once, kept in memory, and written through the database's writer;
+forgetting a site forgets its switch."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 from concurrent.futures import Future
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from byoa_skills.store.clock import now_ms, rfc3339
@@ -15,6 +18,7 @@ from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import ensure_site
 
 DEFAULT_KEY = "purpose-judge"
+SPENT_KEY = "purpose-judge-spent"
 
 
 class JudgeSettingsStore:
@@ -24,6 +28,7 @@ class JudgeSettingsStore:
         self.database = database
         self._default: dict[str, Any] | None = None
         self._sites: dict[str, str] | None = None
+        self._spent: tuple[str, Decimal] | None = None
 
     def default(self) -> dict[str, Any]:
         """The default as kept (``{}`` when the visitor never set it, or it is not JSON)."""
@@ -53,6 +58,40 @@ class JudgeSettingsStore:
             )
 
         return self.database.submit(change)
+
+    def spent(self, day: str) -> Decimal:
+        """What the paid judge spent on ``day`` (``YYYY-MM-DD``, UTC), in USD."""
+        if self._spent is None:
+            self._spent = self._read_spent()
+        kept_day, usd = self._spent
+        return usd if kept_day == day else Decimal(0)
+
+    def add_spent(self, day: str, cost: Decimal) -> None:
+        """Count ``cost`` against ``day`` (in force at once; written through the queue)."""
+        usd = self.spent(day) + cost
+        self._spent = (day, usd)
+        text = json.dumps({"day": day, "usd": format(usd, "f")}, sort_keys=True)
+
+        def change(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO wallet_settings (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                (SPENT_KEY, text),
+            )
+
+        self.database.submit(change)
+
+    def _read_spent(self) -> tuple[str, Decimal]:
+        row = self.database.read(
+            lambda db: db.execute(
+                "SELECT value FROM wallet_settings WHERE name = ?", (SPENT_KEY,)
+            ).fetchone()
+        )
+        try:
+            value = json.loads(row[0]) if row else {}
+            return str(value["day"]), Decimal(str(value["usd"]))
+        except (ValueError, KeyError, TypeError, InvalidOperation):
+            return "", Decimal(0)
 
     def sites(self) -> dict[str, str]:
         """Each site's own switch (``on`` or ``off``), by origin."""

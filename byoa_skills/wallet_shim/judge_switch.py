@@ -4,16 +4,30 @@ the model that judges, what a mismatch gives) and a switch per site; the judge a
 The model is the visitor's choice. Left to the wallet, it is a local one: the first model of
 the first source that runs on this computer (``local-model``), never a paid one; a paid model
 judges only when the visitor picks it, and its cost is the visitor's (recorded with the call's
-activity entry, never counted against the site's budget). With no source answering for the
-model, the judge is off, and the wallet page says so.
+activity entry, never counted against the site's budget) up to the visitor's spend per day
+(``dailySpend``, USD; 0 until the visitor sets it, so a paid judge asks nothing and every
+call gets ``ask`` with ``purpose-judge-spent``). A local source is not limited.
+
+The judge fails closed: while it is on for a site and no source answers for its model (or
+there is no model), the site's text calls get ``ask`` with ``purpose-judge-unavailable``,
+never run unjudged; the wallet page says so.
 """
 
 from __future__ import annotations
 
 import logging
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from byoa_skills.judge import JudgeSettings, OpinionCache, PurposeJudge, can_judge
+from byoa_skills.judge import (
+    DailySpend,
+    JudgeSettings,
+    OpinionCache,
+    PurposeJudge,
+    SiteSlots,
+    UnavailableJudge,
+    can_judge,
+)
 from byoa_skills.runtimes.text import TextFailure, TextRuntime
 from byoa_skills.store.judge_settings import JudgeSettingsStore
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal
@@ -24,7 +38,12 @@ log = logging.getLogger("byoa_skills.judge")
 DEFAULT_ON = False
 #: What a mismatch the judge's model sees gives, before the visitor sets it.
 DEFAULT_MISMATCH = "blocked"
+#: What a paid judge may spend per day (USD) before the visitor sets it: nothing.
+DEFAULT_DAILY_SPEND = Decimal(0)
+#: The largest daily spend the card accepts (USD).
+MAX_DAILY_SPEND = Decimal(1000)
 _MISMATCHES = ("blocked", "ask")
+_FIELDS = {"on", "model", "mismatch", "dailySpend"}
 
 
 class JudgeSwitch:
@@ -34,17 +53,25 @@ class JudgeSwitch:
         self.store = store
         self.runtime = runtime
         self.cache = OpinionCache()
-        self._judges: dict[tuple[str, str], PurposeJudge] = {}
+        self.slots = SiteSlots()
+        self.spend = DailySpend(self.daily_spend, store)
+        self._judges: dict[tuple[str, str, bool], PurposeJudge] = {}
 
     def default(self) -> dict[str, Any]:
-        """``{on, model, mismatch}``: ``model`` None lets the wallet pick a local one."""
+        """``{on, model, mismatch, dailySpend}``: ``model`` None lets the wallet pick a local
+        one; ``dailySpend`` a decimal string of USD."""
         kept = self.store.default()
         return {
             "on": kept.get("on", DEFAULT_ON) is True,
             "model": kept.get("model") if isinstance(kept.get("model"), str) else None,
             "mismatch": kept.get("mismatch") if kept.get("mismatch") in _MISMATCHES
             else DEFAULT_MISMATCH,
+            "dailySpend": format(_spend(kept.get("dailySpend")) or DEFAULT_DAILY_SPEND, "f"),
         }  # fmt: skip
+
+    def daily_spend(self) -> Decimal:
+        """What a paid judge may spend per day, in USD."""
+        return Decimal(self.default()["dailySpend"])
 
     def on_for(self, origin: str) -> bool:
         """Whether the judge runs for ``origin``'s calls (its switch, else the default)."""
@@ -52,10 +79,12 @@ class JudgeSwitch:
         return own == "on" if own is not None else bool(self.default()["on"])
 
     def set_default(self, body: Any) -> dict[str, Any]:
-        """Set the default from ``{on?, model?, mismatch?}`` (``model`` null: a local one the
-        wallet picks); the new default, or :class:`ChoiceRefusal` ``judge-invalid``."""
-        if not isinstance(body, dict) or set(body) - {"on", "model", "mismatch"}:
-            raise ChoiceRefusal([_problem("", "the setting is {on, model, mismatch}")])
+        """Set the default from ``{on?, model?, mismatch?, dailySpend?}`` (``model`` null: a
+        local one the wallet picks; ``dailySpend`` USD per day, a decimal string or number
+        from 0 to :data:`MAX_DAILY_SPEND`); the new default, or :class:`ChoiceRefusal`
+        ``judge-invalid``."""
+        if not isinstance(body, dict) or set(body) - _FIELDS:
+            raise ChoiceRefusal([_problem("", "the setting is {on, model, mismatch, dailySpend}")])
         current = self.default()
         if "on" in body:
             if not isinstance(body["on"], bool):
@@ -70,6 +99,12 @@ class JudgeSwitch:
             if body["mismatch"] not in _MISMATCHES:
                 raise ChoiceRefusal([_problem("/mismatch", "mismatch must be blocked or ask")])
             current["mismatch"] = body["mismatch"]
+        if "dailySpend" in body:
+            spend = _spend(body["dailySpend"])
+            if spend is None:
+                raise ChoiceRefusal([_problem("/dailySpend",
+                                              "dailySpend is USD per day, 0 to 1000")])  # fmt: skip
+            current["dailySpend"] = format(spend, "f")
         self.store.set_default(current)
         return current
 
@@ -101,19 +136,25 @@ class JudgeSwitch:
         return None
 
     async def judge_for(self, origin: str) -> PurposeJudge | None:
-        """The judge of ``origin``'s next text call, or None when it is off for the site,
-        there is no model to judge with, or its source does not list it now (off)."""
+        """The judge of ``origin``'s next text call, or None when it is off for the site. On,
+        with no model to judge with or a source that does not list it now, the judge fails
+        closed: an :class:`UnavailableJudge` (every call ``ask``)."""
         if self.runtime is None or not self.on_for(origin):
             return None
         model = await self.model()
-        if model is None or not await self._answers(model):
-            return None
         mismatch = str(self.default()["mismatch"])
-        key = (model, mismatch)
+        if model is None or not await self._answers(model):
+            log.info("event=judge-unavailable model=%s", model)
+            settings = JudgeSettings(model=model or "", mismatch=mismatch)
+            return UnavailableJudge(self.runtime, settings, self.cache, slots=self.slots)
+        paid = self.runtime.provider_kind(model) != "local-model"
+        key = (model, mismatch, paid)
         if key not in self._judges:
             settings = JudgeSettings(model=model, mismatch=mismatch,
                                      system_role="gemma" not in model.lower())  # fmt: skip
-            self._judges[key] = PurposeJudge(self.runtime, settings, self.cache)
+            self._judges[key] = PurposeJudge(self.runtime, settings, self.cache,
+                                             spend=self.spend if paid else None,
+                                             slots=self.slots)  # fmt: skip
         return self._judges[key]
 
     async def status(self) -> dict[str, Any]:
@@ -121,7 +162,11 @@ class JudgeSwitch:
         source answers (the judge is off when it does not), each site's own switch."""
         model = await self.model()
         up = model is not None and self.runtime is not None and await can_judge(self.runtime, model)
-        return {**self.default(), "judgingModel": model, "up": up, "sites": self.store.sites()}
+        paid = model is not None and self.runtime is not None and \
+            self.runtime.provider_kind(model) != "local-model"  # fmt: skip
+        return {**self.default(), "judgingModel": model, "up": up, "paid": paid,
+                "spentToday": format(self.spend.spent(), "f"),
+                "sites": self.store.sites()}  # fmt: skip
 
     async def _answers(self, model: str) -> bool:
         """Whether the judge's source lists its model (its list is kept for a while, so a
@@ -144,6 +189,20 @@ class JudgeSwitch:
         except TextFailure:
             return False
         return True
+
+
+def _spend(value: Any) -> Decimal | None:
+    """``value`` as a daily spend in USD (a decimal string or a number, 0 to
+    :data:`MAX_DAILY_SPEND`), or None."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        spend = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    if not spend.is_finite() or not 0 <= spend <= MAX_DAILY_SPEND:
+        return None
+    return spend
 
 
 def _problem(path: str, message: str) -> dict[str, str]:

@@ -5,7 +5,9 @@ is asked on the wallet page with the judge's reason (the answer stays held meanw
 ``blocked``, or a decline: the answer is thrown away, and the site gets ``ok: false``
 (``purpose-mismatch``, or the judge's code).
 
-The call's result carries the judge's decision and code in its facts (``judgeDecision``,
+At most :data:`~byoa_skills.judge.IN_FLIGHT_PER_SITE` judged calls of one site run at once
+(the judge's ``slots``); the next waits for one, so a site cannot starve the visitor's own
+calls. The call's result carries the judge's decision and code in its facts (``judgeDecision``,
 ``judge``), and its reason among the call's reasons, for the activity log: never the
 messages, never the judge's words.
 """
@@ -35,7 +37,20 @@ async def judged_run(
     on_chunk: ChunkHook | None,
     ask: AskHook,
 ) -> CallResult:
-    """``run`` beside ``judge``'s opinion of the call's messages under ``grant``."""
+    """``run`` beside ``judge``'s opinion of the call's messages under ``grant``, once one of
+    the site's slots is free."""
+    async with judge.slots.hold(grant.origin):
+        return await _judged(judge, grant, call, run, on_chunk, ask)
+
+
+async def _judged(
+    judge: PurposeJudge,
+    grant: Grant,
+    call: PreparedCall,
+    run: Run,
+    on_chunk: ChunkHook | None,
+    ask: AskHook,
+) -> CallResult:
     purpose = Purpose.of(grant.manifest, grant.origin)
     beside = judge.beside(grant.id, purpose, call.messages or [], run, on_chunk)
     try:

@@ -231,6 +231,9 @@ const CODE_SENTENCES = Object.freeze({
   'purpose-mismatch': 'Your purpose judge found the call does not fit the site’s stated purpose, so it was held.',
   'purpose-judge-timeout': 'Your purpose judge gave no opinion in time.',
   'purpose-judge-unreadable': 'Your purpose judge answered something that is not an opinion.',
+  'purpose-judge-unavailable': 'Your purpose judge is on, but the source of its model does not answer, so you are asked.',
+  'purpose-judge-too-long': 'This call is longer than your purpose judge can read whole, so you are asked.',
+  'purpose-judge-spent': 'Your paid purpose judge reached the spend you allow it per day, so you are asked.',
   'judge-invalid': 'That is not a setting of the purpose judge.',
   'no-judge': 'This engine has no purpose judge.',
   // the wallet's store
