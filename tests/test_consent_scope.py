@@ -255,9 +255,13 @@ class Visitor:
             await asyncio.sleep(0.05)
         raise AssertionError(f"no consent for {origin}")
 
-    async def answer(self, consent: dict[str, Any], decision: str) -> None:
+    async def answer(
+        self, consent: dict[str, Any], decision: str, choices: dict[str, Any] | None = None
+    ) -> None:
         url = f"{self.engine.url}/wallet/api/consents/{consent['id']}"
-        async with self.session.post(url, json={"decision": decision},
+        body = {"decision": decision} if choices is None else {"decision": decision,
+                                                               "choices": choices}  # fmt: skip
+        async with self.session.post(url, json=body,
                                      headers={"Origin": self.engine.url}) as response:  # fmt: skip
             assert response.status == 200, await response.text()
 

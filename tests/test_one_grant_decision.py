@@ -408,3 +408,43 @@ def test_a_block_from_the_terminal_ends_the_sites_link_and_its_grant(wallet: Eng
     assert seen["block"].returncode == 0, seen["block"].stderr
     assert seen["page call"] == {"ok": False}, seen["page call"]
     assert seen["grant after"]["ok"] is False and seen["grant after"]["code"] == "unknown-grant"
+
+
+def test_the_visitors_expiry_holds_on_the_next_link_after_a_sites_view_change(
+    wallet: Engine,  # noqa: F811
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        runner, _, demo = await start_site(host="localhost")
+        try:
+            async with visitor(wallet) as page:
+                _, link = demo.new_code("127.0.0.1")
+                origin = link_origin(check_link(link, dev_local=True))
+                taking = asyncio.create_task(
+                    api(wallet, "POST", "/v1/links", {"link": link, "decision": "ask"})
+                )
+                consent = await page.next_consent(origin)
+                await page.answer(consent, "decide-on-my-own", {"expiresInMinutes": 30})
+                _, first = await taking
+            assert first["ok"], first
+            _, seen["change"] = await api(wallet, "POST", "/v1/sites/limits", {
+                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            await api(wallet, "DELETE", f"/v1/grants/{first['grantId']}")
+            _, second = demo.new_code("127.0.0.1")
+            seen["asked"] = datetime.now(timezone.utc)
+            _, seen["next"] = await api(wallet, "POST", "/v1/links",
+                                        {"link": second, "decision": "ask"})  # fmt: skip
+            seen["hello"] = demo.hellos[-1]["grant"]
+            await asyncio.to_thread(cli, wallet, "forget", origin)  # the shared engine's list
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen["change"]["ok"] and seen["next"]["ok"], seen
+    ends = datetime.fromisoformat(seen["hello"]["expiresAt"].replace("Z", "+00:00"))
+    assert (ends - seen["asked"]).total_seconds() <= 31 * 60, (
+        "the next link's grant got the default day, not the 30 minutes the visitor chose"
+    )
+    assert seen["hello"]["limits"]["maxCallsPerMinute"] == 3, seen["hello"]
