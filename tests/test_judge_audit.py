@@ -17,14 +17,18 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from grants import GEO_MANIFEST
 
 from byoa_skills.judge import JudgeSettings, Purpose, PurposeJudge, build_prompt, judge
 from byoa_skills.judge.prompt import CLOSE, OPEN
 from byoa_skills.runtimes.text import TextFailure
 from byoa_skills.skills import CallResult, PreparedCall
+from byoa_skills.store.database import WalletDatabase
+from byoa_skills.store.judge_settings import JudgeSettingsStore
 from byoa_skills.wallet_shim.judge_switch import JudgeSwitch
 from byoa_skills.wallet_shim.judged import judged_run
+from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal
 
 ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = "https://geo.example"
@@ -326,3 +330,29 @@ def test_a_site_runs_at_most_two_judged_calls_at_once() -> None:
     assert all(r.ok for r in results)
     assert most[ORIGIN] == 2  # the bound, reached
     assert starts.index("https://other.example") == 2  # another site's call did not wait
+
+
+def test_the_daily_spend_is_a_judge_setting_kept_with_the_others(tmp_path: Path) -> None:
+    database = WalletDatabase(tmp_path / "wallet.sqlite3")
+    try:
+        store = JudgeSettingsStore(database)
+        wallet = JudgeSwitch(store, Source(kind="remote-paid"))  # type: ignore[arg-type]
+        assert wallet.default()["dailySpend"] == "0"
+        assert (
+            wallet.set_default({"dailySpend": "0.25", "model": "src/judge"})["dailySpend"] == "0.25"
+        )
+        for wrong in ("-1", "lots", "NaN", "1001", True, None, [1]):
+            with pytest.raises(ChoiceRefusal) as refused:
+                wallet.set_default({"dailySpend": wrong})
+            assert refused.value.problems[0]["path"] == "/dailySpend"
+        store.add_spent("2026-12-03", Decimal("0.004"))
+        store.add_spent("2026-12-03", Decimal("0.004"))
+        database.flush()
+        again = JudgeSettingsStore(database)  # read back from the database
+        assert again.default()["dailySpend"] == "0.25"
+        assert again.spent("2026-12-03") == Decimal("0.008")
+        assert again.spent("2026-12-04") == Decimal(0)  # a new day starts from nothing
+        status = asyncio.run(wallet.status())
+        assert status["paid"] is True and "spentToday" in status
+    finally:
+        database.close()

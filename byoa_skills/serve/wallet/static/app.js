@@ -811,7 +811,7 @@ async function loadJudge() {
     el('p', { text: 'Your own model reads each text call of a site and checks it against the purpose the site stated; an answer that does not fit is held back.' }));
   const state = !judge.on ? 'Off for sites that follow the default.'
     : judge.up ? 'On: judging with ' + judge.judgingModel + '.'
-      : 'Off for now: no text source answers for the judge’s model' + (judge.judgingModel ? ' (' + judge.judgingModel + ')' : '') + '.';
+      : 'On, but no text source answers for the judge’s model' + (judge.judgingModel ? ' (' + judge.judgingModel + ')' : '') + ': each text call asks you.';
   card.append(el('p', { className: 'judge-state', role: 'status', text: state }));
   const onId = 'judge-on';
   const on = el('input', { type: 'checkbox', id: onId, checked: judge.on,
@@ -830,9 +830,18 @@ async function loadJudge() {
   for (const [value, label] of [['blocked', 'hold the answer back'], ['ask', 'ask me']]) {
     mismatch.append(el('option', { value, text: label, selected: judge.mismatch === value }));
   }
+  // a paid judge's spend per day (USD): 0 until the visitor sets it; a local one costs nothing
+  const spendId = 'judge-spend';
+  const spend = el('input', { type: 'text', id: spendId, inputmode: 'decimal', value: judge.dailySpend || '0',
+    'aria-describedby': 'judge-spent', onchange: (event) => setJudge({ dailySpend: event.target.value.trim() || '0' }) });
   card.append(el('div', { className: 'judge-grid' },
     el('label', { for: modelId, text: 'Model that judges' }), model,
-    el('label', { for: mismatchId, text: 'When a call does not fit' }), mismatch));
+    el('label', { for: mismatchId, text: 'When a call does not fit' }), mismatch,
+    el('label', { for: spendId, text: 'A paid judge may spend per day (USD)' }), spend));
+  card.append(el('p', { id: 'judge-spent', className: 'judge-spent',
+    text: (judge.paid ? 'Spent today by the judge: ' + (judge.spentToday || '0') + ' USD. '
+      : 'The judge runs on this computer: it costs nothing. ')
+      + 'Past the spend, each text call asks you.' }));
   box.append(card);
 }
 
