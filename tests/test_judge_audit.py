@@ -356,3 +356,19 @@ def test_the_daily_spend_is_a_judge_setting_kept_with_the_others(tmp_path: Path)
         assert status["paid"] is True and "spentToday" in status
     finally:
         database.close()
+
+
+def test_the_budget_is_the_gates_measure_and_escapes_count_against_the_context() -> None:
+    source = Source()
+    settings = JudgeSettings("src/judge", budget=1000)
+    roles = [{"role": "user", "content": "c" * 990}]  # 990 of the gate's textChars: whole
+    escaped = [{"role": "user", "content": "\u2028" * 900}]  # 900 chars, 5,400 once escaped
+
+    async def codes() -> list[str]:
+        found = []
+        for messages in (roles, escaped):
+            opinion = await judge(PURPOSE, messages, runtime=source, settings=settings)  # type: ignore[arg-type]
+            found.append(opinion.code)
+        return found
+
+    assert asyncio.run(codes()) == ["purpose-fits", "purpose-judge-too-long"]

@@ -190,13 +190,20 @@ def fixed_part(purpose: Purpose) -> str:
 
 
 def message_chars(messages: Sequence[Mapping[str, Any]]) -> int:
-    """The characters of ``messages`` the model reads: every role and every content."""
-    return sum(len(str(m.get("role", ""))) + len(str(m.get("content", ""))) for m in messages)
+    """The characters of the messages' contents, as the gate's ``textChars`` counts them."""
+    return sum(len(str(m.get("content", ""))) for m in messages)
 
 
 def too_long(messages: Sequence[Mapping[str, Any]], budget: int = MESSAGE_BUDGET) -> bool:
-    """Whether the judge cannot read every character of ``messages`` within ``budget``."""
-    return message_chars(messages) > budget
+    """Whether the judge cannot read every character of ``messages`` within ``budget``: more
+    than ``budget`` characters of content (so a grant's ``maxTextChars`` up to the budget is
+    always judged whole), or a data block more than twice that once escaped (text made of
+    escaped characters would not fit the judge model's context)."""
+    if message_chars(messages) > budget:
+        return True
+    shown = [{"role": str(m.get("role", "")), "content": str(m.get("content", ""))}
+             for m in messages]  # fmt: skip
+    return len(data_json(shown)) > 2 * budget
 
 
 #: Characters escaped in the data block besides ``<`` and ``>``: C1 controls (U+0085 among
