@@ -14,14 +14,21 @@ from typing import Any
 
 import pytest
 from fake_sources import RunningServer, ollama_app, serving
+from sitekit import with_site
+from test_consent_scope import visitor
 from test_models_stay_the_visitors import MANIFEST, ORIGIN, consented
 from test_models_stay_the_visitors import wallet as text_wallet
+from test_visitor_decides import engine_with_sources
+from test_wallet_page import api
 from textkit import sources_file
 
 from byoa_skills.byoag.keys import PairwiseKeys
 from byoa_skills.byoag.registrations import Registration, RegistrationStore
 from byoa_skills.byoag.scope import RegistrationCalls, registration_manifest
 from byoa_skills.consent.site_changes import SiteChanges
+from byoa_skills.demos.site.demo import SiteDemo
+from byoa_skills.directlink.check import check_link
+from byoa_skills.directlink.client import link_origin
 from byoa_skills.extension.requests import PageRequests
 from byoa_skills.runtimes.text import SourceStore, TextRuntime
 from byoa_skills.skills import SkillEngine
@@ -268,3 +275,42 @@ def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant
         "the next grant got the default day, not the 30 minutes the visitor chose"
     )
     assert following["limits"]["maxCallsPerMinute"] == 3, following
+
+
+def test_a_links_kept_model_no_longer_offered_is_never_replaced(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    """On a real ``serve``: a link's consent ticks a model of source ``a``; ``a`` stops; the
+    site's next link, decided in the terminal, gets no grant rather than another model."""
+    seen: dict[str, Any] = {}
+    sources = {"a": serving(ollama_app), "b": serving(ollama_app)}
+    running = {name: source.__enter__() for name, source in sources.items()}
+    wallet = engine_with_sources(engine_home, tmp_path / "home", *[
+        {"name": name, "kind": "ollama", "url": source.url} for name, source in running.items()
+    ])  # fmt: skip
+
+    async def body(demo: SiteDemo) -> None:
+        _, link = demo.new_code("127.0.0.1")
+        origin = link_origin(check_link(link, dev_local=True))
+        async with visitor(wallet) as page:
+            taking = asyncio.create_task(
+                api(wallet, "POST", "/v1/links", {"link": link, "decision": "ask"})
+            )
+            consent = await page.next_consent(origin)
+            await page.answer(consent, "decide-on-my-own", {"models": ["a/echo:latest"]})
+            _, seen["first"] = await taking
+        sources.pop("a").__exit__(None, None, None)  # the ticked source stops
+        await api(wallet, "DELETE", f"/v1/grants/{seen['first']['grantId']}")
+        _, second = demo.new_code("127.0.0.1")
+        _, seen["next"] = await api(wallet, "POST", "/v1/links",
+                                    {"link": second, "decision": "decide-on-my-own"})  # fmt: skip
+
+    try:
+        with_site(body, manifest=MANIFEST)
+    finally:
+        wallet.stop()
+        for source in sources.values():
+            source.__exit__(None, None, None)
+    first, following = seen["first"], seen["next"]
+    assert first["ok"] and first["state"] == "connected", first
+    assert (following["ok"], following.get("code")) == (False, "model-not-ticked"), following
