@@ -255,26 +255,38 @@ def test_ask_and_garbage_go_to_the_wallet_page_and_are_answered_there(
     assert last_call(judged_engine)["judge"] == code
 
 
-def test_the_wallet_page_says_the_judge_is_off_when_its_source_does_not_answer(
+def test_a_judge_whose_source_does_not_answer_fails_closed_and_the_page_says_so(
     judged_engine: Engine, judge_source: Any
 ) -> None:
     assert set_judge(judged_engine, on=True, model="judge/gone")["ok"]
     status = asyncio.run(page_api(judged_engine, "GET", "judge"))["judge"]
     assert status["on"] is True and status["up"] is False
-    JUDGE["answer"] = "blocked: would block"
+    JUDGE["answer"] = "allowed: would allow"
     grant_id = new_grant(judged_engine)
     asked = len(judge_source.recorded.requests)
-    frames = streamed(judged_engine, grant_id, "Name one river in Peru.")
-    assert frames[-1]["ok"] is True and len(judge_source.recorded.requests) == asked
 
-    async def shown() -> str:
+    async def main() -> tuple[str, str, list[dict[str, Any]]]:
         async with wallet_page(judged_engine) as page:
+            calling = asyncio.create_task(
+                asyncio.to_thread(streamed, judged_engine, grant_id, "Name one river in Peru.")
+            )
+            card = page.locator("article.consent")
+            await card.wait_for(timeout=60_000)
+            shown = await card.text_content() or ""
+            await card.get_by_role("button", name="Decline").click()
+            frames = await calling
             await page.click("a[data-view=sites]")
             state = page.locator(".judge-state")
             await state.wait_for()
-            return await state.text_content() or ""
+            return shown, await state.text_content() or "", frames
 
-    assert "no text source answers" in asyncio.run(shown())
+    shown, state, frames = asyncio.run(main())
+    # never run unjudged: the visitor is asked, with the reason in words and its code
+    assert "purpose-judge-unavailable" in shown and "does not answer" in shown
+    assert frames[-1]["ok"] is False and [f["type"] for f in frames] == ["result"]
+    assert len(judge_source.recorded.requests) == asked
+    assert last_call(judged_engine)["judge"] == "purpose-judge-unavailable"
+    assert "no text source answers" in state and "asks you" in state
     refused = set_judge(judged_engine, mismatch="never")
     assert refused["ok"] is False and refused["code"] == "judge-invalid"
     assert set_judge(judged_engine, on=False, model=None)["ok"]
