@@ -839,9 +839,8 @@ async function loadJudge() {
     el('label', { for: mismatchId, text: 'When a call does not fit' }), mismatch,
     el('label', { for: spendId, text: 'A paid judge may spend per day (USD)' }), spend));
   card.append(el('p', { id: 'judge-spent', className: 'judge-spent',
-    text: (judge.paid ? 'Spent today by the judge: ' + (judge.spentToday || '0') + ' USD. '
-      : 'The judge runs on this computer: it costs nothing. ')
-      + 'Past the spend, each text call asks you.' }));
+    text: judge.paid ? 'Spent today by the judge: ' + (judge.spentToday || '0') + ' USD. Past the spend, each text call asks you.'
+      : 'A judge on this computer costs nothing and is not limited; a paid one stops at this spend and each text call asks you.' }));
   box.append(card);
 }
 
