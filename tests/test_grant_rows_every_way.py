@@ -1,20 +1,24 @@
 """Issue 35's rows on the ways in no other test reached: a paired platform (BYOAg) under the
-visitor's narrowed limit after a restart and a renewal, and its one grant per site; "decide on
-my own" turned on again by hand; a Sites-view change that keeps the consent's expiry. Each
-runs in-process on a shim over a store of its own (a restart is a new shim on the same
-store); the other ways in of each row are in the table of ``docs/consent.md``."""
+visitor's narrowed limit after a restart and a renewal, its one grant per site (a page at its
+origin included) and its ticked model; "decide on my own" turned on again by hand; a
+Sites-view change that keeps the consent's expiry; a link's and a return's kept model no
+longer offered. The page's and the platform's run in-process on a shim over a store of their
+own (a restart is a new shim on the same store); the link's and the return's on a real
+``serve``. The other ways in of each row are in the table of ``docs/consent.md``."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from engine import Engine
 from fake_sources import RunningServer, ollama_app, serving
-from sitekit import with_site
+from sitekit import until, with_site
 from test_consent_scope import visitor
 from test_models_stay_the_visitors import MANIFEST, ORIGIN, consented
 from test_models_stay_the_visitors import wallet as text_wallet
@@ -277,6 +281,24 @@ def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant
     assert following["limits"]["maxCallsPerMinute"] == 3, following
 
 
+def ollamas(running: dict[str, RunningServer]) -> list[dict[str, Any]]:
+    """The text sources of a sources file, one for each running fake Ollama, by name."""
+    return [{"name": name, "kind": "ollama", "url": server.url} for name, server in running.items()]
+
+
+async def link_ticked(engine: Engine, link: str, models: list[str]) -> dict[str, Any]:
+    """The engine's answer to ``link`` handed over with ``ask``, its consent answered "decide on
+    my own" with ``models`` ticked."""
+    origin = link_origin(check_link(link, dev_local=True))
+    async with visitor(engine) as page:
+        taking = asyncio.create_task(
+            api(engine, "POST", "/v1/links", {"link": link, "decision": "ask"})
+        )
+        consent = await page.next_consent(origin)
+        await page.answer(consent, "decide-on-my-own", {"models": models})
+        return (await taking)[1]
+
+
 def test_a_links_kept_model_no_longer_offered_is_never_replaced(
     engine_home: Path, tmp_path: Path
 ) -> None:
@@ -285,20 +307,11 @@ def test_a_links_kept_model_no_longer_offered_is_never_replaced(
     seen: dict[str, Any] = {}
     sources = {"a": serving(ollama_app), "b": serving(ollama_app)}
     running = {name: source.__enter__() for name, source in sources.items()}
-    wallet = engine_with_sources(engine_home, tmp_path / "home", *[
-        {"name": name, "kind": "ollama", "url": source.url} for name, source in running.items()
-    ])  # fmt: skip
+    wallet = engine_with_sources(engine_home, tmp_path / "home", *ollamas(running))
 
     async def body(demo: SiteDemo) -> None:
         _, link = demo.new_code("127.0.0.1")
-        origin = link_origin(check_link(link, dev_local=True))
-        async with visitor(wallet) as page:
-            taking = asyncio.create_task(
-                api(wallet, "POST", "/v1/links", {"link": link, "decision": "ask"})
-            )
-            consent = await page.next_consent(origin)
-            await page.answer(consent, "decide-on-my-own", {"models": ["a/echo:latest"]})
-            _, seen["first"] = await taking
+        seen["first"] = await link_ticked(wallet, link, ["a/echo:latest"])
         sources.pop("a").__exit__(None, None, None)  # the ticked source stops
         await api(wallet, "DELETE", f"/v1/grants/{seen['first']['grantId']}")
         _, second = demo.new_code("127.0.0.1")
@@ -314,3 +327,50 @@ def test_a_links_kept_model_no_longer_offered_is_never_replaced(
     first, following = seen["first"], seen["next"]
     assert first["ok"] and first["state"] == "connected", first
     assert (following["ok"], following.get("code")) == (False, "model-not-ticked"), following
+
+
+def test_a_return_whose_kept_model_is_no_longer_offered_gets_no_other_model(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    """On a real ``serve``: a decide-on-my-own link ticks a model of source ``a``; the engine
+    stops, ``a`` stops; at the next start the link's return gets no other model: it is
+    refused, or it comes back to the grant it held (its tick, which answers nothing while
+    ``a`` is away), and the other source is never asked."""
+    seen: dict[str, Any] = {}
+    sources = {"a": serving(ollama_app), "b": serving(ollama_app)}
+    running = {name: source.__enter__() for name, source in sources.items()}
+    home = tmp_path / "home"
+
+    def link_ends(engine: Engine) -> list[str]:
+        entries = [json.loads(text) for text in engine.activity()]
+        return [e["outcome"] for e in entries if e.get("kind") == "link"]
+
+    async def body(demo: SiteDemo) -> None:
+        _, link = demo.new_code("127.0.0.1")
+        first = await asyncio.to_thread(engine_with_sources, engine_home, home, *ollamas(running))
+        try:
+            seen["first"] = await link_ticked(first, link, ["a/echo:latest"])
+        finally:
+            await asyncio.to_thread(first.stop)
+        sources.pop("a").__exit__(None, None, None)  # the ticked source stops
+        before = len(link_ends(first))
+        second = await asyncio.to_thread(engine_with_sources, engine_home, home,
+                                         *ollamas(running))  # fmt: skip
+        try:
+            await until(lambda: len(demo.hellos) == 2 or len(link_ends(second)) > before,
+                        "the return, or its refusal")  # fmt: skip
+            for connection in demo.connections:  # back: the site calls with its model
+                seen["call"] = await connection.call(1, "text.generate", MESSAGES,
+                                                     {"model": "m1"}, timeout=20)  # fmt: skip
+        finally:
+            await asyncio.to_thread(second.stop)
+        seen["b asked"] = len(running["b"].recorded.requests)
+
+    try:
+        with_site(body, manifest=MANIFEST)
+    finally:
+        for source in sources.values():
+            source.__exit__(None, None, None)
+    assert seen["first"]["ok"], seen["first"]
+    assert seen["b asked"] == 0, "another model than the one ticked answered the site"
+    assert seen.get("call") is None, seen.get("call")
