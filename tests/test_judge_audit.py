@@ -372,3 +372,23 @@ def test_the_budget_is_the_gates_measure_and_escapes_count_against_the_context()
         return found
 
     assert asyncio.run(codes()) == ["purpose-fits", "purpose-judge-too-long"]
+
+
+def test_a_judged_call_waits_for_a_slot_at_most_its_deadline() -> None:
+    async def slow(on_chunk: Any) -> CallResult:
+        await asyncio.sleep(0.5)
+        return CallResult(ok=True, output={"text": "Peru"})
+
+    async def run() -> list[CallResult]:
+        judge = await switch(Source()).judge_for(ORIGIN)
+        assert judge is not None
+        calls = []
+        for i in range(3):
+            call = text_call(f"Capital {i}?")
+            call = PreparedCall(call.skill, call.params, 0.1, call.measured, messages=call.messages)
+            calls.append(judged_run(judge, grant(), call, slow, None, lambda *a: True))  # type: ignore[arg-type]
+        return list(await asyncio.gather(*calls))
+
+    results = asyncio.run(run())
+    assert [r.ok for r in results] == [True, True, False]
+    assert results[2].code == "deadline-exceeded"

@@ -51,7 +51,7 @@ from byoa_skills.judge.runner import (
     judge,
     unavailable,
 )
-from byoa_skills.judge.slots import IN_FLIGHT_PER_SITE, SiteSlots
+from byoa_skills.judge.slots import IN_FLIGHT_PER_SITE, NoSlot, SiteSlots
 from byoa_skills.judge.spend import DailySpend, MemoryLedger, Reservation, SpendLedger
 from byoa_skills.runtimes.text import ChunkHook, TextRuntime
 
@@ -151,6 +151,7 @@ __all__ = [
     "HeldChunks",
     "JudgeSettings",
     "MemoryLedger",
+    "NoSlot",
     "Opinion",
     "OpinionCache",
     "Purpose",

@@ -1,7 +1,7 @@
 """A bound on judged calls in flight per site: at most :data:`IN_FLIGHT_PER_SITE` of one
 site's judged calls (the call and its judge) run at once; the next one waits for a slot, so
 one site's calls cannot fill the visitor's text sources and starve the visitor's own calls.
-A wait ends with the call's own deadline (the engine cancels a call past it)."""
+A call waits at most ``wait`` seconds (its deadline): past it, :class:`NoSlot`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 #: Judged calls of one site that run at once; the next waits.
 IN_FLIGHT_PER_SITE = 2
+
+
+class NoSlot(Exception):
+    """No slot of the site came free within the call's wait."""
 
 
 @dataclass
@@ -39,17 +43,22 @@ class SiteSlots:
         return 0 if held is None else held.holding
 
     @asynccontextmanager
-    async def hold(self, site: str) -> AsyncIterator[None]:
-        """Hold one of ``site``'s slots for the block, waiting for one when all are held."""
+    async def hold(self, site: str, wait: float | None = None) -> AsyncIterator[None]:
+        """Hold one of ``site``'s slots for the block, waiting for one when all are held (at
+        most ``wait`` seconds, then :class:`NoSlot`; None: as long as it takes)."""
         held = self._slots.setdefault(site, _Site(asyncio.Semaphore(self.per_site)))
         held.users += 1
         try:
-            async with held.semaphore:
-                held.holding += 1
-                try:
-                    yield
-                finally:
-                    held.holding -= 1
+            try:
+                await asyncio.wait_for(held.semaphore.acquire(), wait)
+            except asyncio.TimeoutError:
+                raise NoSlot(site) from None
+            held.holding += 1
+            try:
+                yield
+            finally:
+                held.holding -= 1
+                held.semaphore.release()
         finally:
             held.users -= 1
             if held.users == 0:

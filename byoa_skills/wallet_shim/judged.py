@@ -6,8 +6,10 @@ is asked on the wallet page with the judge's reason (the answer stays held meanw
 (``purpose-mismatch``, or the judge's code).
 
 At most :data:`~byoa_skills.judge.IN_FLIGHT_PER_SITE` judged calls of one site run at once
-(the judge's ``slots``); the next waits for one, so a site cannot starve the visitor's own
-calls. The call's result carries the judge's decision and code in its facts (``judgeDecision``,
+(the judge's ``slots``); the next waits for one, at most its deadline (then
+``deadline-exceeded``), so a site cannot starve the visitor's own calls.
+
+The call's result carries the judge's decision and code in its facts (``judgeDecision``,
 ``judge``), and its reason among the call's reasons, for the activity log: never the
 messages, never the judge's words.
 """
@@ -19,7 +21,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from byoa_skills.judge import Opinion, Purpose, PurposeJudge
+from byoa_skills.judge import NoSlot, Opinion, Purpose, PurposeJudge
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.skills import CallResult, PreparedCall
 from byoa_skills.skills.call_gate import Run
@@ -39,8 +41,14 @@ async def judged_run(
 ) -> CallResult:
     """``run`` beside ``judge``'s opinion of the call's messages under ``grant``, once one of
     the site's slots is free."""
-    async with judge.slots.hold(grant.origin):
-        return await _judged(judge, grant, call, run, on_chunk, ask)
+    try:
+        async with judge.slots.hold(grant.origin, call.deadline):
+            return await _judged(judge, grant, call, run, on_chunk, ask)
+    except NoSlot:
+        log.info("event=judge-no-slot grant=%s", grant.id)
+        return CallResult.refused(
+            "deadline-exceeded", "the site's other judged calls held every slot until the deadline"
+        )
 
 
 async def _judged(
