@@ -49,7 +49,9 @@ class Source:
         return SimpleNamespace(sources={"src": self.source()})
 
     def source(self) -> Any:
-        return SimpleNamespace(name="src", kind="openai", provider_kind=self.kind)
+        key = "sk-test" if self.kind == "api-key" else None
+        return SimpleNamespace(name="src", kind="openai", provider_kind=self.kind,
+                               api_key=lambda: key)  # fmt: skip
 
     def resolve(self, model: str) -> tuple[Any, str]:
         return self.source(), model.partition("/")[2]
@@ -202,13 +204,13 @@ def distinct(count: int) -> list[list[dict[str, str]]]:
 
 
 def test_a_paid_judge_spends_nothing_until_the_visitor_sets_a_daily_spend() -> None:
-    source = Source(cost="0.004", kind="remote-paid")
+    source = Source(cost="0.004", kind="api-key")
     codes = {o.code for o in opinions(source, distinct(5))}
     assert codes == {"purpose-judge-spent"} and source.prompts == []
 
 
 def test_a_paid_judge_stops_at_the_daily_spend_even_under_a_burst() -> None:
-    source = Source(cost="0.004", kind="remote-paid", delay=0.01)
+    source = Source(cost="0.004", kind="api-key", delay=0.01)
     found = opinions(source, distinct(50), dailySpend="0.010")
     spent = sum((o.cost for o in found), Decimal(0))
     assert spent <= Decimal("0.010") and len(source.prompts) == 2
@@ -217,8 +219,9 @@ def test_a_paid_judge_stops_at_the_daily_spend_even_under_a_burst() -> None:
 
 
 def test_a_local_judge_is_not_limited() -> None:
-    source = Source(kind="local-model")
-    assert {o.code for o in opinions(source, distinct(5))} == {"purpose-fits"}
+    for kind in ("local-model", "home-server"):  # a home server sent no key costs nothing
+        source = Source(kind=kind)
+        assert {o.code for o in opinions(source, distinct(5))} == {"purpose-fits"}
 
 
 # -- 4. the cache key holds every setting that changes a decision ---------------------------
@@ -336,7 +339,7 @@ def test_the_daily_spend_is_a_judge_setting_kept_with_the_others(tmp_path: Path)
     database = WalletDatabase(tmp_path / "wallet.sqlite3")
     try:
         store = JudgeSettingsStore(database)
-        wallet = JudgeSwitch(store, Source(kind="remote-paid"))  # type: ignore[arg-type]
+        wallet = JudgeSwitch(store, Source(kind="api-key"))  # type: ignore[arg-type]
         assert wallet.default()["dailySpend"] == "0"
         assert (
             wallet.set_default({"dailySpend": "0.25", "model": "src/judge"})["dailySpend"] == "0.25"

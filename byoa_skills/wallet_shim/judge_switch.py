@@ -147,7 +147,7 @@ class JudgeSwitch:
             log.info("event=judge-unavailable model=%s", model)
             settings = JudgeSettings(model=model or "", mismatch=mismatch)
             return UnavailableJudge(self.runtime, settings, self.cache, slots=self.slots)
-        paid = self.runtime.provider_kind(model) != "local-model"
+        paid = self._paid(model)
         key = (model, mismatch, paid)
         if key not in self._judges:
             settings = JudgeSettings(model=model, mismatch=mismatch,
@@ -162,8 +162,7 @@ class JudgeSwitch:
         source answers (the judge is off when it does not), each site's own switch."""
         model = await self.model()
         up = model is not None and self.runtime is not None and await can_judge(self.runtime, model)
-        paid = model is not None and self.runtime is not None and \
-            self.runtime.provider_kind(model) != "local-model"  # fmt: skip
+        paid = model is not None and self._paid(model)
         return {**self.default(), "judgingModel": model, "up": up, "paid": paid,
                 "spentToday": format(self.spend.spent(), "f"),
                 "sites": self.store.sites()}  # fmt: skip
@@ -178,6 +177,19 @@ class JudgeSwitch:
         except TextFailure:
             return False
         return any(info.id == model_id or info.id.split(":")[0] == model_id for info in listed)
+
+    def _paid(self, model: str) -> bool:
+        """Whether judging with ``model`` may cost money: an API-key source (OpenRouter), or
+        one away from this computer that is sent a key. A source on this computer, or a home
+        server sent no key, costs nothing and is not limited."""
+        if self.runtime is None:
+            return False
+        try:
+            source, _ = self.runtime.resolve(model)
+        except TextFailure:
+            return False
+        kind = source.provider_kind
+        return kind == "api-key" or (kind != "local-model" and source.api_key() is not None)
 
     def _names_a_source(self, model: Any) -> bool:
         if not isinstance(model, str) or "/" not in model or len(model) > 300:
