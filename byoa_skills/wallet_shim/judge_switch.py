@@ -159,7 +159,8 @@ class JudgeSwitch:
 
     async def status(self) -> dict[str, Any]:
         """What the wallet page shows: the default, the model that judges now and whether its
-        source answers (the judge is off when it does not), each site's own switch."""
+        source answers (each judged call asks when it does not), whether it is paid and its
+        spend today, each site's own switch."""
         model = await self.model()
         up = model is not None and self.runtime is not None and await can_judge(self.runtime, model)
         paid = model is not None and self._paid(model)
