@@ -448,3 +448,42 @@ def test_the_visitors_expiry_holds_on_the_next_link_after_a_sites_view_change(
         "the next link's grant got the default day, not the 30 minutes the visitor chose"
     )
     assert seen["hello"]["limits"]["maxCallsPerMinute"] == 3, seen["hello"]
+
+
+def test_a_change_during_the_welcome_wait_is_told_once_the_site_welcomes(
+    wallet: Engine,  # noqa: F811
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        runner, _, demo = await start_site(host="localhost")
+        heard, welcome_now = asyncio.Event(), asyncio.Event()
+        welcome = demo._welcome
+
+        async def held_welcome(ws: Any, hello: Any) -> Any:  # the site takes its time
+            heard.set()
+            await welcome_now.wait()
+            return await welcome(ws, hello)
+
+        demo._welcome = held_welcome  # type: ignore[method-assign]
+        try:
+            code, link = demo.new_code("127.0.0.1")
+            origin = link_origin(check_link(link, dev_local=True))
+            taking = asyncio.create_task(
+                api(wallet, "POST", "/v1/links", {"link": link, "decision": "allow"})
+            )
+            await asyncio.wait_for(heard.wait(), 20)  # the hello is out, the welcome waits
+            _, seen["change"] = await api(wallet, "POST", "/v1/sites/limits", {
+                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            welcome_now.set()
+            _, seen["taken"] = await taking
+            connection = connected(demo, code)
+            await until(lambda: connection.grants[-1]["limits"].get("maxCallsPerMinute") == 3,
+                        "the change told to the site", seconds=10)  # fmt: skip
+            await asyncio.to_thread(cli, wallet, "forget", origin)  # the shared engine's list
+        finally:
+            await demo.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen["change"]["ok"] and seen["taken"]["ok"], seen
