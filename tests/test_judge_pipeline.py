@@ -290,3 +290,13 @@ def test_a_judge_whose_source_does_not_answer_fails_closed_and_the_page_says_so(
     refused = set_judge(judged_engine, mismatch="never")
     assert refused["ok"] is False and refused["code"] == "judge-invalid"
     assert set_judge(judged_engine, on=False, model=None)["ok"]
+
+
+def test_the_daily_spend_is_set_and_shown_on_the_judge_api(judged_engine: Engine) -> None:
+    assert set_judge(judged_engine, dailySpend="0.50")["judge"]["dailySpend"] == "0.50"
+    status = asyncio.run(page_api(judged_engine, "GET", "judge"))["judge"]
+    assert status["dailySpend"] == "0.50" and status["spentToday"] == "0"
+    assert status["paid"] is False  # a source on this computer costs nothing
+    refused = set_judge(judged_engine, dailySpend="-1")
+    assert refused["ok"] is False and refused["code"] == "judge-invalid"
+    assert set_judge(judged_engine, dailySpend=0)["judge"]["dailySpend"] == "0"
