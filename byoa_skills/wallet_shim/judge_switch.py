@@ -28,7 +28,7 @@ from byoa_skills.judge import (
     UnavailableJudge,
     can_judge,
 )
-from byoa_skills.runtimes.text import TextFailure, TextRuntime
+from byoa_skills.runtimes.text import TextFailure, TextRuntime, TextSource
 from byoa_skills.store.judge_settings import JudgeSettingsStore
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal
 
@@ -189,8 +189,7 @@ class JudgeSwitch:
             source, _ = self.runtime.resolve(model)
         except TextFailure:
             return False
-        kind = source.provider_kind
-        return kind == "api-key" or (kind != "local-model" and source.api_key() is not None)
+        return paid_source(source)
 
     def _names_a_source(self, model: Any) -> bool:
         if not isinstance(model, str) or "/" not in model or len(model) > 300:
@@ -202,6 +201,13 @@ class JudgeSwitch:
         except TextFailure:
             return False
         return True
+
+
+def paid_source(source: TextSource) -> bool:
+    """Whether a judge on ``source`` may cost money: an API-key source (OpenRouter), or one
+    away from this computer that is sent a key; its judge counts against the daily spend."""
+    kind = source.provider_kind
+    return kind == "api-key" or (kind != "local-model" and source.api_key() is not None)
 
 
 def _spend(value: Any) -> Decimal | None:

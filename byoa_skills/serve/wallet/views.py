@@ -15,6 +15,7 @@ from byoa_skills.runtimes.text.discovery import probe_all
 from byoa_skills.skills import SkillEngine
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.grants import Grant
+from byoa_skills.wallet_shim.judge_switch import paid_source
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import ceilings
 
@@ -96,16 +97,17 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
 
 async def judge_models(engine: SkillEngine) -> list[dict[str, Any]]:
     """The models the purpose judge may use: every model on offer now, and whether its
-    source is paid (the wallet never picks a paid one by itself)."""
+    source is paid, as the judge's daily spend counts it: an API-key source, or one away
+    from this computer that is sent a key (the wallet never picks a paid one by itself)."""
     if engine.text is None:
         return []
-    kinds = {}
     try:
-        kinds = {name: s.provider_kind for name, s in engine.text.config().sources.items()}
+        sources = engine.text.config().sources
     except TextFailure:
         return []
+    paid = {name: paid_source(source) for name, source in sources.items()}
     return [
-        {"ref": model.ref, "paid": kinds.get(model.source) != "local-model"}
+        {"ref": model.ref, "paid": paid.get(model.source, True)}
         for model in await models_on_offer(engine)
     ]
 
