@@ -1,8 +1,7 @@
-"""The purpose judge's audit rows (issue 34), one test each, every one failing on the code
-before them: the judge reads what the model reads, fails closed, costs what the visitor
-allows, keys its cache on every setting that changes a decision, escapes every line
-separator and look-alike marker, puts its fixed part first, and bounds each site's judged
-calls in flight.
+"""What a hostile site tried against the purpose judge, one test each: the judge reads
+what the model reads, fails closed, costs what the visitor allows, keys its cache on every
+setting that changes a decision, escapes every line separator and look-alike marker, puts
+its fixed part first, and bounds each site's judged calls in flight.
 
 The judge's source is an in-process stand-in for the text runtime (what it is asked, what
 it answers, what it costs, whether it is up), so each row is checked exactly and fast."""
