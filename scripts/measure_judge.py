@@ -127,6 +127,7 @@ def load_set() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 async def judge_all(
     url: str, model_id: str, calls: list[dict[str, Any]], manifests: dict[str, Any],
     deadline: float, mismatch: str, system_role: bool = True, show: int = 0,
+    design: str = judge_prompt.DESIGN,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Each call's decision, code, reason and judge seconds, one call at a time; for
     ``show`` calls spread over the set also the model's raw answer (asked once more,
@@ -136,7 +137,7 @@ async def judge_all(
     sources.write_text(json.dumps({"sources": [{"name": "judge", "kind": "openai", "url": url}]}))
     runtime = TextRuntime(SourceStore(sources))
     settings = JudgeSettings(model=f"judge/{model_id}", deadline=deadline, mismatch=mismatch,
-                             system_role=system_role)  # fmt: skip
+                             system_role=system_role, design=design)  # fmt: skip
     results = []
     shown = {index * len(calls) // show + 1 for index in range(show)} if show else set()
     try:
@@ -152,7 +153,8 @@ async def judge_all(
             results.append({"id": call["id"], "decision": opinion.decision, "code": opinion.code,
                             "reason": opinion.message, "seconds": round(seconds, 4)})  # fmt: skip
             if index in shown:
-                prompt = build_prompt(purpose, call["messages"], settings.budget, system_role)
+                prompt = build_prompt(purpose, call["messages"], settings.budget, system_role,
+                                      design)  # fmt: skip
                 asked = TextCall(settings.model, prompt, settings.max_tokens, temperature=0.0,
                                  deadline=deadline)  # fmt: skip
                 raw = await runtime.generate(asked)
@@ -281,7 +283,6 @@ def main() -> None:
     manifests, calls = load_set()
     if args.part != "all":
         calls = [call for call in calls if call["part"] == args.part]
-    judge_prompt.DESIGN = args.design  # read by build_prompt and read_answer
     calls = calls[: args.limit] if args.limit else calls
     process = None
     chat_format = args.chat_format or CHAT_FORMATS.get(args.model or "")
@@ -299,7 +300,8 @@ def main() -> None:
     try:
         results = asyncio.run(
             judge_all(url, model_id, calls, manifests, args.deadline, args.mismatch,
-                      system_role=chat_format not in NO_SYSTEM_ROLE, show=args.show)
+                      system_role=chat_format not in NO_SYSTEM_ROLE, show=args.show,
+                      design=args.design)
         )  # fmt: skip
     finally:
         if process is not None:

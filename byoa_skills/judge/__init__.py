@@ -104,7 +104,7 @@ class PurposeJudge:
     async def _estimate(self, purpose: Purpose, messages: Sequence[Mapping[str, Any]]) -> Decimal:
         """The worst-case cost of one judgement at the source's listed prices (0: unknown)."""
         s = self.settings
-        prompt = build_prompt(purpose, messages, s.budget, s.system_role)
+        prompt = build_prompt(purpose, messages, s.budget, s.system_role, s.design)
         chars = sum(len(m["content"]) for m in prompt)
         try:
             _, usd = await self.runtime.estimate(s.model, chars, s.max_tokens, 1)

@@ -16,8 +16,8 @@ import json
 import re
 from typing import Any
 
-from byoa_skills.judge import prompt
 from byoa_skills.judge.opinion import Opinion, failed
+from byoa_skills.judge.prompt import DESIGN
 
 #: The longest reason kept from the model's answer, in characters.
 REASON_CHARS = 160
@@ -36,12 +36,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
 def read_answer(
-    text: str, model: str | None = None, mismatch: str = "blocked", design: str | None = None
+    text: str, model: str | None = None, mismatch: str = "blocked", design: str = DESIGN
 ) -> Opinion:
     """The opinion ``text`` states; ``mismatch`` is the decision a ``blocked`` answer gives
     (``ask`` lets the visitor decide instead of the model); ``design`` is the prompt's design
-    (by default :data:`~byoa_skills.judge.prompt.DESIGN`)."""
-    found = _decision_of(text, (design or prompt.DESIGN) != "rules")
+    (:data:`~byoa_skills.judge.prompt.DESIGNS`)."""
+    found = _decision_of(text, design != "rules")
     if found is None:
         return failed("purpose-judge-unreadable", "the purpose judge gave no readable opinion")
     decision, reason = found

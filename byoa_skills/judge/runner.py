@@ -20,7 +20,14 @@ from typing import Any
 
 from byoa_skills.judge.answer import read_answer
 from byoa_skills.judge.opinion import Opinion, failed
-from byoa_skills.judge.prompt import MESSAGE_BUDGET, Purpose, build_prompt, too_long
+from byoa_skills.judge.prompt import (
+    DESIGN,
+    DESIGNS,
+    MESSAGE_BUDGET,
+    Purpose,
+    build_prompt,
+    too_long,
+)
 from byoa_skills.runtimes.text import TextCall, TextFailure, TextRuntime
 from byoa_skills.runtimes.text.ollama import canonical_model
 
@@ -39,8 +46,9 @@ class JudgeSettings:
     """Which model judges and how: ``SOURCE/MODEL`` as the text runtime names it, the
     deadline in seconds, the answer bound, the messages' budget in characters, the decision
     the model's ``blocked`` gives (``blocked``, or ``ask`` to let the visitor decide every
-    mismatch), and whether the rules go in a system message (False: at the head of the user
-    message, for a source whose chat template drops system messages)."""
+    mismatch), whether the rules go in a system message (False: at the head of the user
+    message, for a source whose chat template drops system messages), and the prompt's
+    design (one of :data:`~byoa_skills.judge.prompt.DESIGNS`)."""
 
     model: str
     deadline: float = DEADLINE_SECONDS
@@ -48,17 +56,20 @@ class JudgeSettings:
     budget: int = MESSAGE_BUDGET
     mismatch: str = "blocked"
     system_role: bool = True
+    design: str = DESIGN
 
     def __post_init__(self) -> None:
         if self.mismatch not in ("blocked", "ask"):
             raise ValueError("mismatch must be blocked or ask")
         if not self.deadline > 0 or self.max_tokens < 1 or self.budget < 100:
             raise ValueError("deadline > 0, max_tokens >= 1 and budget >= 100")
+        if self.design not in DESIGNS:
+            raise ValueError(f"design must be one of {', '.join(DESIGNS)}")
 
     def key(self) -> str:
         """Every setting besides the model that changes an opinion, for the cache's key."""
         return f"mismatch={self.mismatch};budget={self.budget};system={self.system_role};" \
-               f"tokens={self.max_tokens}"  # fmt: skip
+               f"tokens={self.max_tokens};design={self.design}"  # fmt: skip
 
 
 async def judge(
@@ -78,7 +89,9 @@ async def judge(
         )
     call = TextCall(
         model=settings.model,
-        messages=build_prompt(purpose, messages, settings.budget, settings.system_role),
+        messages=build_prompt(
+            purpose, messages, settings.budget, settings.system_role, settings.design
+        ),
         max_tokens=settings.max_tokens,
         temperature=0.0,
         deadline=settings.deadline,
@@ -99,7 +112,7 @@ async def judge(
     except Exception as error:  # the source is outside code: fail towards asking
         log.warning("event=judge-failed error=%r", type(error).__name__)
         return failed("purpose-judge-error", "the purpose judge failed")
-    opinion = read_answer(answer.texts[0], model=answer.model, mismatch=settings.mismatch)
+    opinion = read_answer(answer.texts[0], answer.model, settings.mismatch, settings.design)
     return Opinion(opinion.decision, opinion.code, opinion.message, model=answer.model,
                    cost=answer.cost)  # fmt: skip
 
