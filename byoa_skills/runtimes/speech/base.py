@@ -73,6 +73,9 @@ class Transcript:
     encoder_threads: int = 0
     #: The seconds of speech the model was given (after the VAD cut the rest; 0: not known).
     speech_seconds: float = 0.0
+    #: The engine and precision that ran the encoder: ``ctranslate2-int8``,
+    #: ``openvino-bf16``, ``openvino-f32``… ("": not known).
+    encoder: str = ""
 
 
 class SpeechBackend(ABC):

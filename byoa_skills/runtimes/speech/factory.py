@@ -22,6 +22,7 @@ def load_backend(
     options: DecodeOptions | None = None,
     backend: str = "ct2",
     wide_threads: int = 0,
+    encoder_backend: str = "auto",
 ) -> SpeechBackend:
     """A loaded backend for the CTranslate2 Whisper model in ``model_dir``, ready to transcribe.
 
@@ -29,7 +30,9 @@ def load_backend(
     can do is read from the model itself. ``backend`` ``ct2`` is :class:`WhisperCT2Backend`,
     ``torch`` :class:`WhisperTorchBackend` (greedy decoding; it has no ``num_workers``). The
     other arguments are those of the backend's class (``wide_threads`` is the CTranslate2
-    backend's alone; the torch backend has none). Raises what its ``load()`` raises.
+    backend's alone; the torch backend has none). ``encoder_backend`` is the setting
+    :func:`~byoa_skills.runtimes.speech.encoder_choice.choose_encoder` resolves; the torch
+    backend refuses ``openvino``. Raises what its ``load()`` raises.
     """
     loaded: SpeechBackend
     if backend == "ct2":
@@ -42,8 +45,11 @@ def load_backend(
             options=options,
             name=model_name,
             wide_threads=wide_threads,
+            encoder_backend=encoder_backend,
         )
     elif backend == "torch":
+        if encoder_backend == "openvino":
+            raise ValueError("encoder_backend openvino runs before CTranslate2's decoder only")
         loaded = WhisperTorchBackend(
             model_dir,
             device=device,

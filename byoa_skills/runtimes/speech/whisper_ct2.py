@@ -23,6 +23,7 @@ from byoa_skills.runtimes.speech.base import (
     Word,
     check_call,
 )
+from byoa_skills.runtimes.speech.encoder_choice import EncoderChoice, choose_encoder
 from byoa_skills.runtimes.speech.errors import RuntimeRefusal
 from byoa_skills.runtimes.speech.options import DecodeOptions, DecodeRequest
 from byoa_skills.runtimes.speech.phrases import normalized_words, says_a_phrase_twice
@@ -59,6 +60,7 @@ class WhisperCT2Backend(SpeechBackend):
         options: DecodeOptions | None = None,
         name: str | None = None,
         wide_threads: int = 0,
+        encoder_backend: str = "auto",
     ) -> None:
         """Set the backend up; nothing is loaded until :meth:`load`.
 
@@ -68,7 +70,9 @@ class WhisperCT2Backend(SpeechBackend):
         folder's name). ``wide_threads`` above ``cpu_threads`` (on the CPU) loads a second
         copy of the model on that many threads, used only to encode when a call asks for it
         (``transcribe_batch(..., wide=True)``): the encoder scales with threads, the decoder
-        does not.
+        does not. ``encoder_backend`` (``auto``, ``ctranslate2``, ``openvino``) says which
+        engine runs the encoder (:func:`choose_encoder`, resolved at :meth:`load`); the decoder
+        is always CTranslate2's.
         """
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -89,6 +93,11 @@ class WhisperCT2Backend(SpeechBackend):
         self._vad_options: Any = None
         self.wide_threads = wide_threads if device == "cpu" and wide_threads > cpu_threads else 0
         self._wide: Any = None
+        self.encoder_backend = encoder_backend
+        self._encoder = choose_encoder(
+            encoder_backend, device=device, compute_type=self.compute_type
+        )
+        self._openvino: dict[bool, Any] = {}
 
     def load(self) -> None:
         """Load the model (and the VAD model when the options use it). Idempotent.
@@ -122,7 +131,9 @@ class WhisperCT2Backend(SpeechBackend):
         self._suppress_tokens = tuple(get_suppressed_tokens(english, [-1]))
         if self.options.vad_filter:
             self._vad_options = load_vad(self.options)
-        if self.wide_threads:
+        if self._encoder.openvino:
+            self._openvino = self._load_openvino()
+        elif self.wide_threads:
             import ctranslate2
 
             self._wide = ctranslate2.models.Whisper(
@@ -131,6 +142,24 @@ class WhisperCT2Backend(SpeechBackend):
             )  # fmt: skip
         self._languages = frozenset(languages)
         self._model = model
+
+    def _load_openvino(self) -> dict[bool, Any]:
+        """The OpenVINO encoder compiled on ``cpu_threads`` (key False) and, with
+        ``wide_threads``, on those (key True), from the verified cache beside ``model.bin``."""
+        from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+        from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
+
+        source = cached_encoder_model(self.model_dir).source
+        precision = self._encoder.precision
+        compiled = {False: OpenVINOEncoder(source, precision=precision, threads=self.cpu_threads)}
+        if self.wide_threads:
+            compiled[True] = OpenVINOEncoder(source, precision=precision, threads=self.wide_threads)
+        return compiled
+
+    @property
+    def encoder(self) -> EncoderChoice:
+        """The engine and precision that run the encoder (``encoder.label`` names it)."""
+        return self._encoder
 
     @property
     def loaded(self) -> bool:
@@ -206,7 +235,8 @@ class WhisperCT2Backend(SpeechBackend):
         frames = self._frames(group[0].window)
         batch = np.stack([pad_or_trim(clip.features, frames) for clip in group])
         encoder_output = self._encode(model, batch, wide)
-        threads = self.wide_threads if wide and self._wide is not None else self.cpu_threads
+        widened = self._wide is not None or True in self._openvino
+        threads = self.wide_threads if wide and widened else self.cpu_threads
         for position, clip in enumerate(group):
             if clip.language is None and clip.detected is None:
                 clip.detected = self._detect(model, encoder_output, position)
@@ -247,6 +277,11 @@ class WhisperCT2Backend(SpeechBackend):
         return again
 
     def _encode(self, model: WhisperModel, batch: np.ndarray, wide: bool) -> Any:
+        if self._openvino:
+            import ctranslate2
+
+            encoder = self._openvino.get(wide, self._openvino[False])
+            return ctranslate2.StorageView.from_array(encoder.encode(batch))
         if wide and self._wide is not None:
             from faster_whisper.transcribe import get_ctranslate2_storage
 
@@ -325,6 +360,7 @@ class WhisperCT2Backend(SpeechBackend):
                     avg_logprob=float(average),
                     beam_size=beams,
                     encoder_threads=encoder_threads,
+                    encoder=self._encoder.label,
                     speech_seconds=round(clip.seconds, 3),
                 )
             )
