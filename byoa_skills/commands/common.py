@@ -14,10 +14,12 @@ from byoa_skills.commands.models import progress_bar
 from byoa_skills.models import DEFAULT_MODEL, ModelError, ensure_model
 from byoa_skills.pool import Backend, Device, PoolConfig, SettingError
 from byoa_skills.pool.config import check_setting
+from byoa_skills.runtimes.speech.encoder_choice import ENCODER_BACKENDS
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--model``, ``--model-dir``, ``--device``, ``--backend`` and ``--log-level``."""
+    """``--model``, ``--model-dir``, ``--device``, ``--backend``, ``--encoder-backend`` and
+    ``--log-level``."""
     parser.add_argument(
         "--model", default=DEFAULT_MODEL, help=f"catalog model name (default {DEFAULT_MODEL})"
     )
@@ -34,6 +36,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         default=PoolConfig.backend.value,
         help=f"ct2: CTranslate2; torch: PyTorch, greedy decoding (needs byoa-skills[torch]) "
         f"(default {PoolConfig.backend})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--encoder-backend", choices=ENCODER_BACKENDS, default=PoolConfig.encoder_backend,
+        help="what runs Whisper's encoder: auto (OpenVINO bf16 where the CPU has bf16 units, "
+        "else CTranslate2), ctranslate2, or openvino (CPU only; f32 without bf16 units) "
+        f"(default {PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
     )  # fmt: skip
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"),

@@ -210,6 +210,7 @@ def pool_config(
         source = "flags"
     return PoolConfig(
         model_dir=model_dir, model_name=model_name, device=device, backend=args.backend,
+        encoder_backend=getattr(args, "encoder_backend", PoolConfig.encoder_backend),
         workers=args.workers or workers, threads_per_worker=args.threads or threads,
         max_queue=args.queue, max_batch=args.max_batch or batch,
         batch_window=args.batch_window_ms / 1000, encoder_seconds=args.encoder_seconds,

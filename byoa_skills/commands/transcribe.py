@@ -86,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
 
     name, folder, device = model
     backend = load_backend(
-        folder, model_name=name, device=device, cpu_threads=args.threads, backend=args.backend
-    )
+        folder, model_name=name, device=device, cpu_threads=args.threads, backend=args.backend,
+        encoder_backend=args.encoder_backend,
+    )  # fmt: skip
     recordings = RecordingService.in_process(
         backend, name, backend.options.encoder_seconds, args.max_minutes * 60
     )

@@ -11,10 +11,16 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from byoa_skills.runtimes.speech.devices import Backend, Device
+from byoa_skills.runtimes.speech.encoder_choice import (
+    ENCODER_BACKENDS,
+    EncoderChoice,
+    choose_encoder,
+)
 from byoa_skills.runtimes.speech.options import DecodeOptions
 
 #: One Whisper window, in seconds: the longest clip a pool can take (a piece of a long
@@ -125,6 +131,10 @@ class PoolConfig:
     compute_type: str = "default"
     #: The speech backend each worker loads: ``ct2`` (CTranslate2) or ``torch`` (PyTorch).
     backend: Backend = field(default=Backend.CT2, metadata=_flag("--backend"))
+    #: What runs the encoder (:func:`choose_encoder`): ``auto`` (OpenVINO bf16 on a CPU with
+    #: bf16 units, else CTranslate2), ``ctranslate2``, or ``openvino`` (on the CPU; bf16
+    #: where the units are, else f32). The decoder is CTranslate2's in every case.
+    encoder_backend: str = field(default="auto", metadata=_flag("--encoder-backend"))
     workers: int = field(default_factory=lambda: default_layout()[0], metadata=_flag("--workers"))
     threads_per_worker: int = field(default=1, metadata=_flag("--threads"))
     #: Sites' calls waiting for a worker beyond this are refused with ``queue-full``; the
@@ -192,6 +202,25 @@ class PoolConfig:
                 "--encoder-seconds is not supported by --backend torch, which encodes the "
                 "whole 30 s window"
             )
+        if self.encoder_backend == "openvino" and (
+            self.backend == Backend.TORCH or self.device != Device.CPU
+        ):
+            raise ValueError(
+                "--encoder-backend openvino runs on the CPU before CTranslate2's decoder: "
+                "not with --backend torch or --device cuda"
+            )
+
+    @cached_property
+    def encoder(self) -> EncoderChoice:
+        """The engine and precision that run the workers' encoder on this machine (the
+        choice each worker makes for itself at load)."""
+        compute = self.compute_type
+        if compute == "default":
+            compute = "float16" if self.device == Device.CUDA else "int8"
+        return choose_encoder(
+            self.encoder_backend, device=self.device.value, backend=self.backend.value,
+            compute_type=compute,
+        )  # fmt: skip
 
     @property
     def encoder_window(self) -> float | None:
@@ -286,6 +315,8 @@ _POSITIVE = "a number above 0"
 _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "device": (lambda value: True, f"one of {', '.join(d.value for d in Device)}"),
     "backend": (lambda value: True, f"one of {', '.join(b.value for b in Backend)}"),
+    "encoder_backend": (lambda value: value in ENCODER_BACKENDS,
+                        f"one of {', '.join(ENCODER_BACKENDS)}"),
     "workers": (_whole(1), "a whole number of at least 1"),
     "threads_per_worker": (_whole(1), "a whole number of at least 1"),
     "max_queue": (_whole(1), "a whole number of at least 1"),

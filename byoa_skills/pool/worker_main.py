@@ -117,6 +117,7 @@ def _load_backend(config: PoolConfig, wide: bool = False):  # type: ignore[no-un
         cpu_threads=config.threads_per_worker,
         options=config.decode_options(),
         backend=config.backend.value,
+        encoder_backend=config.encoder_backend,
         **({"wide_threads": config.wide_threads} if wide else {}),
     )
 

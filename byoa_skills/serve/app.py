@@ -182,10 +182,15 @@ def loopback_host(request: web.Request) -> bool:
 
 async def _health(request: web.Request) -> web.Response:
     """The engine answers (always 200); ``status`` is ``degraded`` while the wallet's store
-    cannot be used or a change waits to be written, and ``store`` says why."""
+    cannot be used or a change waits to be written, and ``store`` says why; ``encoder`` names
+    what runs the speech workers' encoder, when the engine has them."""
     store = await asyncio.to_thread(request.app[SHIM_KEY].sites.database.check)
     status = "ok" if store.ok else "degraded"
-    return web.json_response({"ok": True, "status": status, "store": store.to_json()})
+    answer: dict[str, Any] = {"ok": True, "status": status, "store": store.to_json()}
+    pool = request.app[ENGINE_KEY].pool
+    if pool is not None:
+        answer["encoder"] = pool.config.encoder.label
+    return web.json_response(answer)
 
 
 async def _ready(request: web.Request) -> web.Response:
@@ -319,7 +324,8 @@ async def _call(
 
 def _server_timing(result: CallResult) -> dict[str, str]:
     """A ``Server-Timing`` header with the queue wait and the model's time, when known, and
-    the encoder window (seconds) that gave a transcript."""
+    the encoder window (seconds) and the encoder (``openvino-bf16``, ``ctranslate2-int8``…)
+    that gave a transcript."""
     parts = [
         f"{name};dur={result.facts[key]}"
         for name, key in (("queue", "queued_ms"), ("infer", "infer_ms"))
@@ -327,6 +333,8 @@ def _server_timing(result: CallResult) -> dict[str, str]:
     ]
     if "window_s" in result.facts:
         parts.append(f'window;desc="{result.facts["window_s"]:g}s"')
+    if result.facts.get("encoder"):
+        parts.append(f'encoder;desc="{result.facts["encoder"]}"')
     return {"Server-Timing": ", ".join(parts)} if parts else {}
 
 

@@ -92,6 +92,9 @@ HEALTH: Schema = {
                                    "description": "pauses and blocks in force, not yet written"},
             },
         },
+        "encoder": {"type": "string", "examples": ["ctranslate2-int8", "openvino-bf16"],
+                    "description": "what runs the speech workers' encoder and in which "
+                    "precision (absent when the engine runs no speech model)"},
     },
 }  # fmt: skip
 

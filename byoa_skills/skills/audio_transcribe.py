@@ -84,6 +84,7 @@ class AudioTranscribe(Skill):
                 "queued_ms": round(answer.queued_seconds * 1000, 1),
                 "infer_ms": round(answer.inference_seconds * 1000, 1),
                 "window_s": answer.transcript.window_seconds,
+                "encoder": answer.transcript.encoder,
                 "language": answer.language or "",
                 "worker": answer.worker_pid,
             },
