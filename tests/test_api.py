@@ -14,9 +14,12 @@ import pytest
 from engine import TOKEN, Engine, call_http, call_ws
 from wavkit import chunk, fmt_body, pcm, riff
 
+from byoa_skills.runtimes.speech.encoder_choice import choose_encoder
 from byoa_skills.wav import wav_from_int16
 
 SPEECH = Path(__file__).parent / "data" / "speech"
+#: What runs the engine's encoder here by default (``auto`` on this CPU).
+ENCODER = choose_encoder("auto", compute_type="int8").label
 JFK = base64.b64encode((SPEECH / "jfk.wav").read_bytes()).decode()
 STEREO = riff(chunk(b"fmt ", fmt_body(channels=2, block_align=4, byte_rate=64000)),
               chunk(b"data", pcm(400)))  # fmt: skip
@@ -151,7 +154,8 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
     status, health = engine.get("/health", token=None)
     assert status == 200
     assert json.loads(health) == {"ok": True, "status": "ok",
-                                  "store": {"ok": True, "pendingChanges": 0}}  # fmt: skip
+                                  "store": {"ok": True, "pendingChanges": 0},
+                                  "encoder": ENCODER}  # fmt: skip
     assert len(engine.workers()) == 2
     assert engine.get("/metrics", token=None)[0] == 401
     status, text = engine.get("/metrics")
@@ -209,8 +213,9 @@ def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
     status, timing, waited_ms = asyncio.run(run())
     assert status == 200
     parts = dict(part.strip().split(";", 1) for part in timing.split(","))
-    assert set(parts) == {"queue", "infer", "window"}
+    assert set(parts) == {"queue", "infer", "window", "encoder"}
     queue, infer = (float(parts[name].removeprefix("dur=")) for name in ("queue", "infer"))
     # both in milliseconds, and both inside the wait the client saw
     assert queue >= 0 and infer > 0 and queue + infer <= waited_ms
     assert parts["window"] == 'desc="30s"'  # the default: the whole window
+    assert parts["encoder"] == f'desc="{ENCODER}"'  # auto: OpenVINO only with bf16 units

@@ -1,0 +1,261 @@
+"""The Whisper encoder on OpenVINO: its output against CTranslate2's own encoder, its words
+through CTranslate2's decoder, its verified cache, the ``encoder_backend`` choice, and the
+engine naming the encoder that ran. Real models from the session's cache, no mocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from engine import TOKEN, Engine, start_engine
+from fresh_import import modules_after_import
+
+from byoa_skills.models import model_path
+from byoa_skills.pool import PoolConfig
+from byoa_skills.runtimes.speech import load_backend
+from byoa_skills.runtimes.speech.encoder_choice import choose_encoder, has_bf16_units
+from byoa_skills.runtimes.speech.phrases import normalized_words
+
+SPEECH = Path(__file__).parent / "data" / "speech"
+THREADS = 2
+#: What forcing OpenVINO gives on this CPU: bf16 with bf16 units, f32 without.
+FORCED = choose_encoder("openvino").label
+#: /proc/cpuinfo flags of CPUs without and with bf16 units.
+NO_BF16 = "fpu sse2 avx avx2 fma f16c"
+AVX512_BF16 = NO_BF16 + " avx512f avx512_bf16"
+AMX = NO_BF16 + " amx_bf16 amx_tile"
+
+
+def samples(file: str) -> np.ndarray:
+    data = (SPEECH / file).read_bytes()
+    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
+
+
+@pytest.fixture(scope="module")
+def base_dir(engine_home: Path) -> Path:
+    return model_path("base", cache_dir=engine_home / "cache" / "models")
+
+
+@pytest.fixture(scope="module")
+def encoded(base_dir: Path) -> dict[int, dict[str, np.ndarray]]:
+    """A real clip's encoder output at the whole 30 s window and at a 10 s one (3000 and 1000
+    mel frames), by OpenVINO and by CTranslate2 in float32 and int8."""
+    import ctranslate2
+    from faster_whisper.audio import pad_or_trim
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+    from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
+
+    ours = OpenVINOEncoder(cached_encoder_model(base_dir).source, threads=THREADS)
+    theirs = {
+        compute: ctranslate2.models.Whisper(
+            str(base_dir), compute_type=compute, intra_threads=THREADS
+        )
+        for compute in ("float32", "int8")
+    }
+    features = FeatureExtractor()(samples("jfk.wav"))[:, :-1]
+    outputs: dict[int, dict[str, np.ndarray]] = {}
+    for frames in (3000, 1000):
+        batch = pad_or_trim(features, frames)[None]
+        view = ctranslate2.StorageView.from_array(batch)
+        outputs[frames] = {c: np.asarray(model.encode(view)) for c, model in theirs.items()}
+        outputs[frames]["openvino"] = ours.encode(batch)
+    return outputs
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The cosine similarity of each frame of ``a`` with the same frame of ``b``."""
+    a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+@pytest.mark.parametrize("frames", [3000, 1000], ids=["30s", "10s"])
+def test_the_openvino_encoder_agrees_with_ctranslate2s(
+    encoded: dict[int, dict[str, np.ndarray]], frames: int
+) -> None:
+    out = encoded[frames]
+    assert out["openvino"].shape == out["float32"].shape == (1, frames // 2, 512)
+    # the same graph on the same float weights: equal up to float32 rounding, frame by frame
+    assert cosines(out["openvino"], out["float32"]).min() > 0.9999
+    # against the int8 default: as close as CTranslate2's own float32 encoder is (int8's
+    # rounding is the whole difference; some padding frames differ much, speech frames little)
+    with_int8 = cosines(out["openvino"], out["int8"])
+    float32_with_int8 = cosines(out["float32"], out["int8"])
+    assert with_int8.mean() > 0.98
+    assert abs(with_int8.mean() - float32_with_int8.mean()) < 0.002
+
+
+def test_forced_openvino_hears_the_words_of_the_ctranslate2_path(base_dir: Path) -> None:
+    ct2 = load_backend(base_dir, cpu_threads=THREADS, encoder_backend="ctranslate2")
+    ov = load_backend(base_dir, cpu_threads=THREADS, encoder_backend="openvino")
+    for file in ("jfk.wav",):
+        expected, heard = ct2.transcribe(samples(file), "en"), ov.transcribe(samples(file), "en")
+        assert expected.encoder == "ctranslate2-int8"
+        assert heard.encoder == FORCED
+        assert heard.text and normalized_words(heard.text) == normalized_words(expected.text)
+
+
+def folder_beside(base_dir: Path, tmp_path: Path) -> Path:
+    """A model folder of its own whose files link to ``base_dir``'s."""
+    folder = tmp_path / "base"
+    folder.mkdir()
+    for name in ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt"):
+        (folder / name).symlink_to(base_dir / name)
+    return folder
+
+
+def test_the_cached_model_is_reused_and_a_damaged_one_rebuilt(
+    base_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from byoa_skills.runtimes.speech.openvino_cache import (
+        BIN_NAME,
+        RECORD_NAME,
+        XML_NAME,
+        cached_encoder_model,
+    )
+
+    folder = folder_beside(base_dir, tmp_path)
+    first = cached_encoder_model(folder)
+    assert first.built and first.path == folder / XML_NAME
+    weights = (folder / BIN_NAME).read_bytes()
+    assert not cached_encoder_model(folder).built  # built once, then reused
+    damages = {
+        "a flipped byte in the weights": lambda: _flip(folder / BIN_NAME),
+        "a truncated graph": lambda: _truncate(folder / XML_NAME),
+        "no record": lambda: (folder / RECORD_NAME).unlink(),
+        "a record of another model.bin": lambda: _rewrite_record(folder / RECORD_NAME),
+    }
+    for damage in damages.values():
+        damage()
+        again = cached_encoder_model(folder)
+        assert again.built and (folder / BIN_NAME).read_bytes() == weights
+        assert not cached_encoder_model(folder).built  # the new files match their record
+    assert "event=openvino-cache-rebuilt" in caplog.text
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+def _rewrite_record(path: Path) -> None:
+    record = json.loads(path.read_text())
+    record["source_sha256"] = "0" * 64
+    path.write_text(json.dumps(record))
+
+
+def test_a_read_only_folder_gets_a_model_built_in_memory(base_dir: Path, tmp_path: Path) -> None:
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+
+    folder = folder_beside(base_dir, tmp_path)
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("this user writes into read-only folders (root)")
+        model = cached_encoder_model(folder)
+        assert model.built and model.path is None and model.model is not None
+    finally:
+        folder.chmod(0o755)
+
+
+def test_auto_chooses_openvino_bf16_only_where_the_cpu_has_bf16_units() -> None:
+    assert choose_encoder("auto", flags=NO_BF16).label == "ctranslate2-int8"
+    assert choose_encoder("auto", flags=AVX512_BF16).label == "openvino-bf16"
+    assert choose_encoder("auto", flags=AMX).label == "openvino-bf16"
+    # forced: f32 where there are no bf16 units
+    assert choose_encoder("openvino", flags=NO_BF16).label == "openvino-f32"
+    assert choose_encoder("openvino", flags=AMX).label == "openvino-bf16"
+    assert choose_encoder("ctranslate2", flags=AMX).label == "ctranslate2-int8"
+    # the GPU and the torch backend keep their own encoder
+    cuda = choose_encoder("auto", device="cuda", compute_type="float16", flags=AMX)
+    assert cuda.label == "ctranslate2-float16"
+    assert choose_encoder("auto", backend="torch", flags=AMX).label == "torch-float32"
+    # without /proc/cpuinfo: what OpenVINO's CPU device reports
+    assert has_bf16_units(None, ("FP32", "BF16", "INT8"))
+    assert not has_bf16_units(None, ("FP32", "INT8"))
+    for refused in (
+        lambda: choose_encoder("onnx"),
+        lambda: choose_encoder("openvino", device="cuda"),
+        lambda: choose_encoder("openvino", backend="torch"),
+    ):
+        with pytest.raises(ValueError):
+            refused()
+
+
+def test_the_pool_and_the_backend_make_the_same_choice(base_dir: Path) -> None:
+    config = PoolConfig(model_dir=base_dir)
+    assert config.encoder_backend == "auto"
+    backend = load_backend(base_dir, cpu_threads=1)
+    assert backend.encoder == config.encoder == choose_encoder("auto")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="--encoder-backend"):
+        PoolConfig(model_dir=base_dir, device="cuda", encoder_backend="openvino")
+    with pytest.raises(ValueError, match="--encoder-backend"):
+        PoolConfig(model_dir=base_dir, encoder_backend="onnx")
+
+
+def test_importing_the_runtime_does_not_import_openvino() -> None:
+    loaded = modules_after_import("byoa_skills.runtimes.speech")
+    assert "openvino" not in loaded
+
+
+@pytest.fixture(scope="module")
+def openvino_engine(engine_home: Path) -> Iterator[Engine]:
+    """``serve`` on ``tiny.en`` with one worker, its encoder forced onto OpenVINO."""
+    running = start_engine(
+        engine_home, "--model", "tiny.en", "--workers", "1", "--encoder-backend", "openvino",
+        log_name="serve-openvino.log",
+    )  # fmt: skip
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+def test_health_and_each_answer_name_the_encoder_that_ran(openvino_engine: Engine) -> None:
+    import aiohttp
+
+    status, body = openvino_engine.get("/health", token=None)
+    assert status == 200 and json.loads(body)["encoder"] == FORCED
+
+    async def call() -> tuple[int, str, dict[str, object]]:
+        clip = __import__("base64").b64encode((SPEECH / "jfk.wav").read_bytes()).decode()
+        payload = {"input": {"audio": {"mime": "audio/wav", "base64": clip}}}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"{openvino_engine.url}/v1/skills/audio.transcribe",
+                json=payload, headers={"Authorization": f"Bearer {TOKEN}"},
+            ) as response,
+        ):  # fmt: skip
+            return response.status, response.headers["Server-Timing"], await response.json()
+
+    status, timing, answer = asyncio.run(call())
+    assert status == 200, answer
+    assert "ask not what your country" in str(answer["output"]).lower()
+    parts = dict(part.strip().split(";", 1) for part in timing.split(","))
+    assert parts["encoder"] == f'desc="{FORCED}"'
+
+
+def test_the_serve_flag_refuses_an_unknown_encoder(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "byoa_skills", "serve", "--encoder-backend", "onnx"],
+        capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(tmp_path)},
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--encoder-backend" in done.stderr
