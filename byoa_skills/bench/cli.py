@@ -126,6 +126,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 "(pip install 'byoa-skills[bench]')"
             )
     console.print(report.summary(results))
+    for table in report.tables(results):
+        console.print(table)
     if rows:
         console.print(compare.table(rows))
     console.print("written: " + ", ".join(str(p) for p in written))

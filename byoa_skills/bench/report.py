@@ -236,6 +236,13 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             lines.append(f"| {key}{best} | {_n(figures['throughput'])} | "
                          f"{_n(figures['latency_c1_s']['p50'])} |")  # fmt: skip
         lines += ["", f"Kept for `serve` ({entry['model']}) in {entry['kept_in']}."]
+    elif name == "encoder":
+        from byoa_skills.bench.scenarios.encoder import summary_line, table_head, table_rows
+
+        head = table_head(entry)
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(row) + " |" for row in table_rows(entry)]
+        lines += ["", summary_line(entry)]
     elif name == "memory":
         workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
         lines.append(
@@ -272,6 +279,21 @@ def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(results, indent=2) + "\n")
     md_path.write_text(markdown(results))
     return json_path, md_path
+
+
+def tables(results: dict[str, Any]) -> list[Table]:
+    """The tables a run prints beside its headline: the encoder backends', when measured."""
+    entry = results["scenarios"].get("encoder", {})
+    if entry.get("status") != "ok":
+        return []
+    from byoa_skills.bench.scenarios.encoder import TITLE, summary_line, table_head, table_rows
+
+    table = Table(title=TITLE, caption=summary_line(entry))
+    for index, column in enumerate(table_head(entry)):
+        table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index == 0)
+    for row in table_rows(entry):
+        table.add_row(*row)
+    return [table]
 
 
 def summary(results: dict[str, Any]) -> Table:

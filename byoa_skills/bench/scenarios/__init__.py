@@ -13,6 +13,7 @@ from byoa_skills.bench.scenarios import (
     batch,
     cold,
     direct,
+    encoder,
     engine,
     floor,
     gpu,
@@ -32,12 +33,13 @@ from byoa_skills.bench.scenarios import (
 #: Every scenario, in run order (direct and floor before the engine: its ratios need them).
 _ORDER = (
     wav, direct, floor, cold, engine, memory, idle, peer, gpu, link, text, judge, batch, store,
-    accuracy, longform, longmemory, tune,
+    accuracy, longform, longmemory, encoder, tune,
 )  # fmt: skip
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
 #: Scenarios a run without names leaves out: ``tune`` changes the user's config;
-#: ``longmemory`` sends hours of audio.
-BY_NAME_ONLY = ("longmemory", "tune")
+#: ``longmemory`` sends hours of audio; ``encoder`` compares encoder backends, a question
+#: asked of a new machine, not of every run.
+BY_NAME_ONLY = ("longmemory", "tune", "encoder")
 
 
 def names() -> list[str]:

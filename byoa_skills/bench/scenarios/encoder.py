@@ -1,0 +1,246 @@
+"""``encoder``: the Whisper encoder on every backend this machine has, side by side in one run.
+
+Each backend (CTranslate2 int8, the engine's CPU default; CTranslate2 float32, the
+reference; OpenVINO f32, and OpenVINO bf16 where the CPU has bf16 units) encodes one real
+clip's window at 5, 10, 15 and 30 s, on 1 and on 2 threads, the backends taking turns round
+by round (the order rotates each round) so that a slow moment of the machine falls on all of
+them. Beside the times: each backend's agreement with CTranslate2 float32 (the mean cosine
+similarity of the encoder output's frames, per window, over the real clips), and the word
+edits of its transcripts (the engine's decode, the clip's language given, the decoder
+CTranslate2's int8 one) against CTranslate2 int8's. The CPU ISA CTranslate2 selects is
+recorded from its own log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.stats import summarize
+
+NAME = "encoder"
+TITLE = "The encoder backends: CTranslate2 and OpenVINO, per window and thread count"
+WINDOWS = (5.0, 10.0, 15.0, 30.0)
+THREADS = (1, 2)
+#: The reference of agreement and of the word edits.
+REFERENCE, DEFAULT = "ctranslate2-float32", "ctranslate2-int8"
+
+Encode = Callable[[np.ndarray], np.ndarray]
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """Per backend, window and thread count the encoder's seconds; per backend and window
+    the cosine with CTranslate2 float32; per backend the word edits against CTranslate2 int8;
+    the machine's bf16 units and CTranslate2's ISA."""
+    if ctx.settings.device == "cuda":
+        raise Skip("the encoder backends are compared on the CPU")
+    if not ctx.real:
+        raise Skip("no real clips (tests/data/realspeech) to encode")
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    from byoa_skills.runtimes.speech.encoder_choice import choose_encoder, cpu_flags
+
+    bf16 = choose_encoder("openvino").precision == "bf16"
+    encoders = {threads: _encoders(ctx, threads, bf16) for threads in THREADS}
+    backends = list(encoders[1])
+    clips = [clip for group in ctx.real.values() for clip in group]
+    extractor = FeatureExtractor()
+    features = [extractor(c.samples.astype(np.float32) / 32768)[:, :-1] for c in clips]
+    longest = max(features, key=lambda f: f.shape[-1])
+    settings = ctx.settings
+    ctx.reporter.start(NAME, settings.rounds * len(THREADS) + 3)
+
+    agreement: dict[str, dict[str, float]] = {b: {} for b in backends}
+    for window in WINDOWS:
+        outputs = {b: [encoders[2][b](_window(f, window)) for f in features] for b in backends}
+        for backend in backends:
+            agreement[backend][f"{window:g}"] = float(np.mean([
+                _cosines(out, ref).mean()
+                for out, ref in zip(outputs[backend], outputs[REFERENCE], strict=True)
+            ]))  # fmt: skip
+
+    times: dict[str, dict[str, dict[str, list[list[float]]]]] = {
+        b: {f"{t}": {f"{w:g}": [] for w in WINDOWS} for t in THREADS} for b in backends
+    }
+    for threads in THREADS:
+        for window in WINDOWS:
+            for backend in backends:  # warm: a shape's first pass prepares it
+                encoders[threads][backend](_window(longest, window))
+    for round_ in range(settings.rounds):
+        for threads in THREADS:
+            ctx.reporter.step(f"encoder, round {round_ + 1}, {threads} thread(s)")
+            order = backends[round_ % len(backends) :] + backends[: round_ % len(backends)]
+            for window in WINDOWS:
+                batch = _window(longest, window)
+                for backend in order:
+                    encode = encoders[threads][backend]
+                    seconds = []
+                    for _ in range(settings.repeats):
+                        began = time.perf_counter()
+                        encode(batch)
+                        seconds.append(time.perf_counter() - began)
+                    times[backend][f"{threads}"][f"{window:g}"].append(seconds)
+            ctx.reporter.advance()
+    del encoders
+
+    words = _word_edits(ctx, clips, backends, bf16)
+    timing = {
+        backend: {
+            threads: {
+                window: summarize([x for r in rounds for x in r], rounds).to_dict()
+                for window, rounds in by_window.items()
+            }
+            for threads, by_window in by_threads.items()
+        }
+        for backend, by_threads in times.items()
+    }
+    return {
+        "backends": backends,
+        "windows_s": list(WINDOWS),
+        "threads": list(THREADS),
+        "encode_s": timing,
+        "vs_default": {
+            backend: {
+                t: {w: timing[backend][t][w]["p50"] / timing[DEFAULT][t][w]["p50"] for w in ws}
+                for t, ws in timing[backend].items()
+            }
+            for backend in backends
+        },
+        "cosine_vs_float32": agreement,
+        "word_edits_vs_int8": words,
+        "clips": len(clips),
+        "bf16_units": bf16,
+        "cpu_flags_bf16": sorted(set((cpu_flags() or "").split()) & {"avx512_bf16", "amx_bf16"}),
+        "ct2_isa": _ct2_isa(ctx),
+    }
+
+
+def _encoders(ctx: Context, threads: int, bf16: bool) -> dict[str, Encode]:
+    """Each backend's encoder on ``threads`` threads: features in, encoder output out."""
+    import ctranslate2
+
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+    from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
+
+    def ct2(compute_type: str) -> Encode:
+        model = ctranslate2.models.Whisper(
+            str(ctx.model_dir), device="cpu", compute_type=compute_type, intra_threads=threads
+        )
+        return lambda batch: np.asarray(model.encode(ctranslate2.StorageView.from_array(batch)))
+
+    source = cached_encoder_model(ctx.model_dir).source
+    encoders = {DEFAULT: ct2("int8"), REFERENCE: ct2("float32")}
+    for precision in ("f32", "bf16") if bf16 else ("f32",):
+        encoders[f"openvino-{precision}"] = OpenVINOEncoder(
+            source, precision=precision, threads=threads
+        ).encode
+    return encoders
+
+
+def _word_edits(
+    ctx: Context, clips: list[Any], backends: list[str], bf16: bool
+) -> dict[str, dict[str, int]]:
+    """Per backend, its transcripts' word edits against CTranslate2 int8's (the engine's
+    decode on the whole window, the clip's language given, 2 threads) and the words of
+    CTranslate2 int8's transcripts. On a CPU with bf16 units forcing OpenVINO runs bf16, so
+    OpenVINO f32's words are not decoded there."""
+    from byoa_skills.bench.scenarios.longform import word_errors
+    from byoa_skills.pool.config import engine_decode_options
+    from byoa_skills.runtimes.speech import WhisperCT2Backend
+
+    options = engine_decode_options(None, ctx.settings.model)
+    made = {
+        DEFAULT: {"encoder_backend": "ctranslate2"},
+        REFERENCE: {"encoder_backend": "ctranslate2", "compute_type": "float32"},
+        "openvino-bf16" if bf16 else "openvino-f32": {"encoder_backend": "openvino"},
+    }
+    texts: dict[str, list[str]] = {}
+    for backend, how in made.items():
+        ctx.reporter.step(f"encoder, words of {backend}")
+        speech = WhisperCT2Backend(ctx.model_dir, cpu_threads=2, options=options, **how)
+        speech.load()
+        texts[backend] = [
+            speech.transcribe(c.samples.astype(np.float32) / 32768, c.language).text for c in clips
+        ]
+        ctx.reporter.advance()
+    edits = {}
+    for backend, heard in texts.items():
+        pairs = [word_errors(ref, text) for ref, text in zip(texts[DEFAULT], heard, strict=True)]
+        edits[backend] = {"edits": sum(e for e, _ in pairs), "words": sum(n for _, n in pairs)}
+    return edits
+
+
+def _ct2_isa(ctx: Context) -> str:
+    """The CPU ISA CTranslate2 selects here (its own log at load), or ``"unknown"``."""
+    code = (
+        "import ctranslate2; "
+        f"ctranslate2.models.Whisper({str(ctx.model_dir)!r}, compute_type='int8', intra_threads=1)"
+    )
+    env = {**os.environ, "CT2_VERBOSE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    found = re.search(r"Selected ISA: (\w+)", done.stderr + done.stdout)
+    return found.group(1) if found else "unknown"
+
+
+def _window(features: np.ndarray, seconds: float) -> np.ndarray:
+    """``features`` cut or padded with zeros to ``seconds`` of mel frames, as a batch of one."""
+    frames = round(seconds * 100)
+    window = np.zeros((1, features.shape[0], frames), dtype=np.float32)
+    used = min(frames, features.shape[-1])
+    window[0, :, :used] = features[:, :used]
+    return window
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+def table_rows(entry: dict[str, Any]) -> list[list[str]]:
+    """The figures of a run as rows: backend, window, p50 ms and the ratio to CTranslate2
+    int8 on each thread count, mean cosine with CTranslate2 float32."""
+    rows = []
+    for backend in entry["backends"]:
+        for window in entry["windows_s"]:
+            w = f"{window:g}"
+            cells = [backend, w]
+            for threads in entry["threads"]:
+                t = f"{threads}"
+                p50 = entry["encode_s"][backend][t][w]["p50"]
+                cells += [f"{p50 * 1000:.0f}", f"{entry['vs_default'][backend][t][w]:.2f}"]
+            cells.append(f"{entry['cosine_vs_float32'][backend][w]:.5f}")
+            rows.append(cells)
+    return rows
+
+
+def table_head(entry: dict[str, Any]) -> list[str]:
+    """The column names of :func:`table_rows` ("x int8": the ratio to CTranslate2 int8's p50
+    on the same threads and window; "cosine vs float32": with CTranslate2 float32)."""
+    head = ["encoder", "window s"]
+    for threads in entry["threads"]:
+        head += [f"{threads} thread{'s' if threads > 1 else ''} p50 ms", "x int8"]
+    return [*head, "cosine vs float32"]
+
+
+def summary_line(entry: dict[str, Any]) -> str:
+    """The words, the bf16 units and CTranslate2's ISA, in one sentence."""
+    words = "; ".join(
+        f"{backend} {figures['edits']} edits on {figures['words']} words"
+        for backend, figures in entry["word_edits_vs_int8"].items()
+        if backend != DEFAULT
+    )
+    units = "yes" if entry["bf16_units"] else "no (OpenVINO runs f32 only; bf16 not measured)"
+    return (
+        f"Word edits against {DEFAULT}'s transcripts on {entry['clips']} real clips: {words}. "
+        f"bf16 units: {units}. CTranslate2's ISA: {entry['ct2_isa']}."
+    )
