@@ -235,7 +235,8 @@ def table_head(entry: dict[str, Any]) -> list[str]:
 def summary_line(entry: dict[str, Any]) -> str:
     """The words, the bf16 units and CTranslate2's ISA, in one sentence."""
     words = "; ".join(
-        f"{backend} {figures['edits']} edits on {figures['words']} words"
+        f"{backend} {figures['edits']} edit{'' if figures['edits'] == 1 else 's'} on "
+        f"{figures['words']} words"
         for backend, figures in entry["word_edits_vs_int8"].items()
         if backend != DEFAULT
     )
