@@ -71,8 +71,9 @@ class WhisperCT2Backend(SpeechBackend):
         copy of the model on that many threads, used only to encode when a call asks for it
         (``transcribe_batch(..., wide=True)``): the encoder scales with threads, the decoder
         does not. ``encoder_backend`` (``auto``, ``ctranslate2``, ``openvino``) says which
-        engine runs the encoder (:func:`choose_encoder`, resolved at :meth:`load`); the decoder
-        is always CTranslate2's.
+        engine runs the encoder (:func:`choose_encoder`, resolved here, built and compiled by
+        :meth:`load`); the decoder is always CTranslate2's. A request for timestamps runs
+        faster-whisper's own ``transcribe``, and so CTranslate2's encoder, whatever is chosen.
         """
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -417,6 +418,7 @@ class WhisperCT2Backend(SpeechBackend):
             language_probability=float(probability),
             seconds=time.perf_counter() - began,
             segments=segments if request.timestamps != "none" else (),
+            encoder=f"ctranslate2-{self.compute_type}",  # faster-whisper's own encoder pass
         )
 
     def encoder_frames(self, content_frames: int, language: str | None = None) -> int:
