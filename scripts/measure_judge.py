@@ -127,7 +127,7 @@ def load_set() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 async def judge_all(
     url: str, model_id: str, calls: list[dict[str, Any]], manifests: dict[str, Any],
     deadline: float, mismatch: str, system_role: bool = True, show: int = 0,
-    design: str = judge_prompt.DESIGN,
+    design: str = judge_prompt.DESIGN, leaning: bool = True,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Each call's decision, code, reason and judge seconds, one call at a time; for
     ``show`` calls spread over the set also the model's raw answer (asked once more,
@@ -137,7 +137,8 @@ async def judge_all(
     sources.write_text(json.dumps({"sources": [{"name": "judge", "kind": "openai", "url": url}]}))
     runtime = TextRuntime(SourceStore(sources))
     settings = JudgeSettings(model=f"judge/{model_id}", deadline=deadline, mismatch=mismatch,
-                             system_role=system_role, design=design)  # fmt: skip
+                             system_role=system_role, design=design,
+                             leaning=leaning)  # fmt: skip
     results = []
     shown = {index * len(calls) // show + 1 for index in range(show)} if show else set()
     try:
@@ -218,7 +219,8 @@ def report(run: dict[str, Any]) -> str:
     out = [f"model: {run['model']}  threads: {run['threads']}  deadline: {run['deadline']} s  "
            f"mismatch: {run['mismatch']}  chat format: {run.get('chat_format') or 'its own'}  "
            f"rules in: {run.get('rules', 'system message')}  "
-           f"design: {run.get('design', 'rules')}  part: {run.get('part', 'all')}", "",
+           f"design: {run.get('design', 'rules')}  part: {run.get('part', 'all')}  "
+           f"leaning read: {run.get('leaning', False)}", "",
            '"Not allowed" = ask or blocked:', "", head,
            line("all", results)]  # fmt: skip
     for lang in sorted({c["lang"] for c in run["calls"]}):
@@ -271,6 +273,9 @@ def main() -> None:
                         help="which part of the labelled calls to judge")  # fmt: skip
     parser.add_argument("--design", choices=judge_prompt.DESIGNS, default=judge_prompt.DESIGN,
                         help="the judge's prompt design")  # fmt: skip
+    parser.add_argument("--no-leaning", action="store_true",
+                        help="read the one-word designs by their word alone, without asking "
+                        "for the first token's log-probabilities")  # fmt: skip
     parser.add_argument("--limit", type=int, help="judge only the first N calls")
     parser.add_argument("--show", type=int, default=0,
                         help="keep the raw answers of N calls spread over the set")  # fmt: skip
@@ -301,7 +306,7 @@ def main() -> None:
         results = asyncio.run(
             judge_all(url, model_id, calls, manifests, args.deadline, args.mismatch,
                       system_role=chat_format not in NO_SYSTEM_ROLE, show=args.show,
-                      design=args.design)
+                      design=args.design, leaning=not args.no_leaning)
         )  # fmt: skip
     finally:
         if process is not None:
@@ -310,7 +315,7 @@ def main() -> None:
     run = {"model": name, "threads": args.threads, "deadline": args.deadline,
            "mismatch": args.mismatch, "chat_format": chat_format,
            "rules": "user message" if chat_format in NO_SYSTEM_ROLE else "system message",
-           "design": args.design, "part": args.part,
+           "design": args.design, "part": args.part, "leaning": not args.no_leaning,
            "calls": calls, "results": results}  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(run, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -71,7 +71,9 @@ class Source:
             raise TextFailure(self.down, "src does not answer")
         self.prompts.append(call.messages)
         await asyncio.sleep(self.delay)
-        return SimpleNamespace(texts=[self.answer], model="src/judge", cost=Decimal(self.cost))
+        return SimpleNamespace(
+            texts=[self.answer], model="src/judge", cost=Decimal(self.cost), first_tokens=None
+        )
 
 
 class Store:

@@ -3,7 +3,9 @@
 object ``{"decision", "reason"}`` (in a code fence or not) is read as well. Anything else is
 not an opinion and gives ``ask`` (``purpose-judge-unreadable``). Under a ``plain`` design
 (:data:`~byoa_skills.judge.prompt.DESIGNS`) the first word may also be ``FITS`` (read as
-``allowed``) or ``OUTSIDE`` (read as ``blocked``).
+``allowed``) or ``OUTSIDE`` (read as ``blocked``); a ``FITS`` whose first token's
+log-probabilities lean to ``OUTSIDE`` (:mod:`~byoa_skills.judge.leaning`) is read as
+``blocked``.
 
 Only the beginning of the answer counts. A small model often echoes its prompt; the prompt
 begins with the wallet's own words, never the site's, so an echo is never read as the
@@ -13,9 +15,12 @@ declared as ``{"decision": "allowed"}``, say) is never read as the opinion."""
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
+from byoa_skills.judge.leaning import OUTSIDE_SHARE, leaning, leans_outside
 from byoa_skills.judge.opinion import Opinion, failed
 from byoa_skills.judge.prompt import DESIGN
 
@@ -36,15 +41,26 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
 def read_answer(
-    text: str, model: str | None = None, mismatch: str = "blocked", design: str = DESIGN
+    text: str,
+    model: str | None = None,
+    mismatch: str = "blocked",
+    design: str = DESIGN,
+    first_tokens: Sequence[tuple[str, float]] | None = None,
 ) -> Opinion:
     """The opinion ``text`` states; ``mismatch`` is the decision a ``blocked`` answer gives
     (``ask`` lets the visitor decide instead of the model); ``design`` is the prompt's design
-    (:data:`~byoa_skills.judge.prompt.DESIGNS`)."""
-    found = _decision_of(text, design != "rules")
+    (:data:`~byoa_skills.judge.prompt.DESIGNS`); ``first_tokens`` the first answer token's
+    likeliest alternatives with their log-probabilities, when the source gave them."""
+    plain = design != "rules"
+    found = _decision_of(text, plain)
     if found is None:
         return failed("purpose-judge-unreadable", "the purpose judge gave no readable opinion")
     decision, reason = found
+    if plain and decision == "allowed" and leans_outside(first_tokens):
+        share = math.exp(leaning(first_tokens) or 0.0)
+        decision = "blocked"
+        reason = (f"the judge's model found OUTSIDE {share:.2f} times as likely as FITS "
+                  f"(at least {OUTSIDE_SHARE:g} means outside)")  # fmt: skip
     code, default = _MEANINGS[decision]
     if decision == "blocked":
         decision = mismatch

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from byoa_skills.judge.answer import read_answer
+from byoa_skills.judge.leaning import TOP_LOGPROBS
 from byoa_skills.judge.opinion import Opinion, failed
 from byoa_skills.judge.prompt import (
     DESIGN,
@@ -28,7 +30,7 @@ from byoa_skills.judge.prompt import (
     build_prompt,
     too_long,
 )
-from byoa_skills.runtimes.text import TextCall, TextFailure, TextRuntime
+from byoa_skills.runtimes.text import TextAnswer, TextCall, TextFailure, TextRuntime
 from byoa_skills.runtimes.text.ollama import canonical_model
 
 log = logging.getLogger("byoa_skills.judge")
@@ -47,8 +49,10 @@ class JudgeSettings:
     deadline in seconds, the answer bound, the messages' budget in characters, the decision
     the model's ``blocked`` gives (``blocked``, or ``ask`` to let the visitor decide every
     mismatch), whether the rules go in a system message (False: at the head of the user
-    message, for a source whose chat template drops system messages), and the prompt's
-    design (one of :data:`~byoa_skills.judge.prompt.DESIGNS`)."""
+    message, for a source whose chat template drops system messages), the prompt's design
+    (one of :data:`~byoa_skills.judge.prompt.DESIGNS`), and whether a one-word design asks
+    the source for the first token's log-probabilities and reads how far the model leans
+    to ``OUTSIDE`` (:mod:`~byoa_skills.judge.leaning`)."""
 
     model: str
     deadline: float = DEADLINE_SECONDS
@@ -57,6 +61,7 @@ class JudgeSettings:
     mismatch: str = "blocked"
     system_role: bool = True
     design: str = DESIGN
+    leaning: bool = True
 
     def __post_init__(self) -> None:
         if self.mismatch not in ("blocked", "ask"):
@@ -69,7 +74,7 @@ class JudgeSettings:
     def key(self) -> str:
         """Every setting besides the model that changes an opinion, for the cache's key."""
         return f"mismatch={self.mismatch};budget={self.budget};system={self.system_role};" \
-               f"tokens={self.max_tokens};design={self.design}"  # fmt: skip
+               f"tokens={self.max_tokens};design={self.design};leaning={self.leaning}"  # fmt: skip
 
 
 async def judge(
@@ -95,10 +100,11 @@ async def judge(
         max_tokens=settings.max_tokens,
         temperature=0.0,
         deadline=settings.deadline,
+        top_logprobs=TOP_LOGPROBS if settings.leaning and settings.design != "rules" else 0,
     )
     try:
         # the runtime keeps the deadline; this bound is for anything around it
-        answer = await asyncio.wait_for(runtime.generate(call), settings.deadline + 1.0)
+        answer = await asyncio.wait_for(_generate(runtime, call), settings.deadline + 1.0)
     except TextFailure as failure:
         if failure.code == "deadline-exceeded":
             return _timed_out(settings)
@@ -112,9 +118,25 @@ async def judge(
     except Exception as error:  # the source is outside code: fail towards asking
         log.warning("event=judge-failed error=%r", type(error).__name__)
         return failed("purpose-judge-error", "the purpose judge failed")
-    opinion = read_answer(answer.texts[0], answer.model, settings.mismatch, settings.design)
+    opinion = read_answer(answer.texts[0], answer.model, settings.mismatch, settings.design,
+                          answer.first_tokens)  # fmt: skip
     return Opinion(opinion.decision, opinion.code, opinion.message, model=answer.model,
                    cost=answer.cost)  # fmt: skip
+
+
+async def _generate(runtime: TextRuntime, call: TextCall) -> TextAnswer:
+    """The source's answer to ``call``; a source that refuses a request asking for
+    log-probabilities is asked once more without them, within the same deadline."""
+    began = time.monotonic()
+    try:
+        return await runtime.generate(call)
+    except TextFailure as failure:
+        if failure.code != "upstream-refused" or not call.top_logprobs:
+            raise
+    left = call.deadline - (time.monotonic() - began)
+    if left <= 0:
+        raise TextFailure("deadline-exceeded", f"no whole answer within {call.deadline:g} s")
+    return await runtime.generate(replace(call, top_logprobs=0, deadline=left))
 
 
 async def can_judge(runtime: TextRuntime, model: str) -> bool:

@@ -41,6 +41,9 @@ class OpenAICompatibleWire:
         }  # fmt: skip
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = request.top_logprobs
         return body
 
     async def list_models(
@@ -95,7 +98,8 @@ class OpenAICompatibleWire:
         if not isinstance(content, str):
             raise TextFailure("upstream-malformed", "the answer has no message content")
         reply = ChatReply(text=content, finish_reason=_text_or_none(choice.get("finish_reason")),
-                          model=_text_or_none(body.get("model")))  # fmt: skip
+                          model=_text_or_none(body.get("model")),
+                          first_tokens=first_tokens(choice.get("logprobs")))  # fmt: skip
         self.take_usage(reply, body.get("usage"))
         return reply
 
@@ -144,6 +148,24 @@ def _first_choice(body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise TextFailure("upstream-malformed", "the answer has no choices")
     return choices[0]
+
+
+def first_tokens(logprobs: Any) -> tuple[tuple[str, float], ...] | None:
+    """The first answer token's alternatives, ``(token, log-probability)``, from a choice's
+    ``logprobs`` object (``content[0].top_logprobs``); None when it holds none. An entry that
+    is not a token and a finite log-probability of at most 0 is left out."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    first = content[0] if isinstance(content, list) and content else None
+    top = first.get("top_logprobs") if isinstance(first, dict) else None
+    if not isinstance(top, list):
+        return None
+    found = []
+    for entry in top:
+        token = entry.get("token") if isinstance(entry, dict) else None
+        logprob = entry.get("logprob") if isinstance(entry, dict) else None
+        if isinstance(token, str) and isinstance(logprob, int | float) and -1e9 < logprob <= 0:
+            found.append((token, float(logprob)))
+    return tuple(found) or None
 
 
 def _text_or_none(value: Any) -> str | None:

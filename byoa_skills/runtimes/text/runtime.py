@@ -55,6 +55,9 @@ class TextAnswer:
     completion_tokens: int
     finish_reasons: list[str | None]
     first_piece_seconds: float | None
+    #: The first answer's likeliest first tokens with their log-probabilities, when the call
+    #: asked for them (``TextCall.top_logprobs``) and the source gave them.
+    first_tokens: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,9 @@ class TextCall:
     choices: int = 1
     temperature: float | None = None
     deadline: float = 120.0
+    #: How many likeliest first tokens to ask the source for, with their log-probabilities
+    #: (0: none; a source that does not give them answers as if not asked).
+    top_logprobs: int = 0
 
 
 class TextRuntime:
@@ -164,6 +170,7 @@ class TextRuntime:
             completion_tokens=sum(reply.completion_tokens or 0 for reply in replies),
             finish_reasons=[reply.finish_reason for reply in replies],
             first_piece_seconds=first_piece[0] if first_piece else None,
+            first_tokens=replies[0].first_tokens if replies else None,
         )
 
     async def _model_info(self, source: TextSource, model_id: str) -> ModelInfo:
@@ -191,7 +198,8 @@ class TextRuntime:
                 await on_chunk(index, text)
 
         request = ChatRequest(model_id, call.messages, call.max_tokens, call.temperature,
-                              stream=on_chunk is not None)  # fmt: skip
+                              stream=on_chunk is not None,
+                              top_logprobs=call.top_logprobs)  # fmt: skip
         async with self._bound(source):
             self._running[source.name] = self._running.get(source.name, 0) + 1
             try:

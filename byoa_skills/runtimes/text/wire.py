@@ -31,6 +31,9 @@ class ChatRequest:
     max_tokens: int
     temperature: float | None = None
     stream: bool = False
+    #: How many of the likeliest first tokens to ask for, with their log-probabilities
+    #: (0: none asked).
+    top_logprobs: int = 0
 
 
 @dataclass
@@ -44,6 +47,8 @@ class ChatReply:
     cost: Decimal | None = None
     #: The model the source says answered, when it says.
     model: str | None = None
+    #: The likeliest first tokens and their log-probabilities, when asked and given.
+    first_tokens: tuple[tuple[str, float], ...] | None = None
     pieces: list[str] = field(default_factory=list)
 
 
