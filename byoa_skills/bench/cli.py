@@ -16,6 +16,7 @@ from byoa_skills.bench.context import settings_for
 from byoa_skills.bench.progress import RichReporter
 from byoa_skills.bench.runner import prepare, resolve_device, run_scenarios
 from byoa_skills.bench.scenarios import BY_NAME_ONLY, QUICK, default_names, names
+from byoa_skills.judge.prompt import DESIGNS
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -75,6 +76,17 @@ def parser() -> argparse.ArgumentParser:
         "--sweep", type=_levels, metavar="1,2,4", help="concurrency levels (default 1..2 x workers)"
     )
     command.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    command.add_argument(
+        "--judge-model",
+        metavar="NAME",
+        help="the judge scenario's model on llama.cpp: smollm2 (default, the dev extra) or "
+        "a judge model of the judge-eval extra (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b)",
+    )
+    command.add_argument(
+        "--judge-design",
+        choices=DESIGNS,
+        help="the judge scenario's prompt design (default: the judge's own)",
+    )
     return command
 
 
@@ -108,7 +120,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     old = compare.load(args.compare) if args.compare else None
     device = resolve_device(args.device)
-    settings = settings_for(args.quick, args.model, device, args.calls, args.repeats, args.sweep)
+    settings = settings_for(args.quick, args.model, device, args.calls, args.repeats, args.sweep,
+                            args.judge_model, args.judge_design)  # fmt: skip
     with RichReporter(err) as reporter:
         ctx = prepare(settings, reporter)
         results = run_scenarios(ctx, args.scenarios or default_names(args.quick))

