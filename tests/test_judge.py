@@ -36,6 +36,7 @@ from byoa_skills.judge import (
     merge,
     start_beside,
 )
+from byoa_skills.judge.examples import EXAMPLES
 from byoa_skills.judge.prompt import CLOSE, OPEN, SYSTEM
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextFailure, TextRuntime
 
@@ -129,7 +130,7 @@ def data_block(prompt: list[dict[str, str]]) -> str:
 
 @pytest.mark.parametrize("system_role", [True, False])
 def test_the_site_text_is_data_inside_one_block(system_role: bool) -> None:
-    prompt = build_prompt(PURPOSE, INJECTIONS, system_role=system_role)
+    prompt = build_prompt(PURPOSE, INJECTIONS, system_role=system_role, design="rules")
     block = data_block(prompt)
     assert block.count("\n") == 1 and "<" not in block and ">" not in block
     assert block.split("\n")[1].startswith('"messages": ')  # the call's part on a line of its own
@@ -148,12 +149,12 @@ def test_a_long_call_is_cut_to_the_budget_and_the_prompt_says_so() -> None:
     messages = [{"role": "system", "content": "S" * 2000 + "site-rules-end"},
                 {"role": "user", "content": "m" * 5000},
                 {"role": "user", "content": "question-start" + "q" * 2000}]  # fmt: skip
-    prompt = build_prompt(PURPOSE, messages, budget=3000)
+    prompt = build_prompt(PURPOSE, messages, budget=3000, design="rules")
     kept = json.loads(data_block(prompt))["messages"]
     assert sum(len(m["content"]) for m in kept) <= 3000
     assert kept[0]["content"].startswith("S") and kept[-1]["content"].startswith("question-start")
     assert "3000 of 9028 characters are shown" in prompt[-1]["content"]
-    whole = build_prompt(PURPOSE, QUESTION)
+    whole = build_prompt(PURPOSE, QUESTION, design="rules")
     assert "shown whole" in whole[-1]["content"] and "cut" not in whole[-1]["content"]
 
 
@@ -164,7 +165,9 @@ def test_the_source_is_asked_with_the_site_text_as_data_at_temperature_zero(
     body = recorded.requests[0]["body"]
     assert body["temperature"] == 0 and body["max_tokens"] <= 64 and body["stream"] is False
     roles = [m["role"] for m in body["messages"]]
-    assert roles == ["system", "user"]  # the site's own system turn is data, not a turn
+    # the wallet's rules, its worked examples, the call: the site's own system turn is data
+    assert roles == ["system"] + ["user", "assistant"] * len(EXAMPLES) + ["user"]
+    assert all(m["content"] in ("FITS", "OUTSIDE") for m in body["messages"][2:-1:2])
     assert json.loads(data_block(body["messages"]))["messages"] == INJECTIONS
     assert (opinion.decision, opinion.code) == ("blocked", "purpose-mismatch")
     assert opinion.message == "asks for private notes"

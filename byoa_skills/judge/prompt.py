@@ -66,7 +66,7 @@ DESIGNS = ("rules", "plain", "plain-echo", "examples")
 #: The designs that say the purpose again next to the question.
 _ECHOED = ("plain-echo", "examples")
 #: The judge's design unless its settings name another (``JudgeSettings.design``).
-DESIGN = "rules"
+DESIGN = "examples"
 
 PLAIN_SYSTEM = """You are the purpose judge of the visitor's agent wallet. A web site may use \
 the visitor's AI only for the purpose it stated. You get the site's purpose and its request, \
