@@ -27,6 +27,8 @@ from llama import MODEL_ALIAS, LlamaServer
 from test_wallet_page import wallet_page
 from textkit import sources_file
 
+from byoa_skills.judge.recommended import RECOMMENDED
+
 #: What the scripted judge answers now; each test sets it.
 JUDGE = {"answer": "allowed: fits the purpose"}
 SECRET = "purple-elephant-7"
@@ -278,7 +280,8 @@ def test_a_judge_whose_source_does_not_answer_fails_closed_and_the_page_says_so(
             await page.click("a[data-view=sites]")
             state = page.locator(".judge-state")
             await state.wait_for()
-            return shown, await state.text_content() or "", frames
+            recommended = await page.locator(".judge-recommended").text_content() or ""
+            return shown, (await state.text_content() or "") + "\n" + recommended, frames
 
     shown, state, frames = asyncio.run(main())
     # never run unjudged: the visitor is asked, with the reason in words and its code
@@ -287,6 +290,9 @@ def test_a_judge_whose_source_does_not_answer_fails_closed_and_the_page_says_so(
     assert len(judge_source.recorded.requests) == asked
     assert last_call(judged_engine)["judge"] == "purpose-judge-unavailable"
     assert "no text source answers" in state and "asks you" in state
+    # the card recommends the model the held-out measurement favours, with its figures
+    assert RECOMMENDED.sentence() in state and "Qwen2.5-Coder-1.5B" in state
+    assert status["recommended"]["recall"] == RECOMMENDED.recall
     refused = set_judge(judged_engine, mismatch="never")
     assert refused["ok"] is False and refused["code"] == "judge-invalid"
     assert set_judge(judged_engine, on=False, model=None)["ok"]

@@ -28,6 +28,7 @@ from byoa_skills.judge import (
     UnavailableJudge,
     can_judge,
 )
+from byoa_skills.judge.recommended import RECOMMENDED
 from byoa_skills.runtimes.text import TextFailure, TextRuntime, TextSource
 from byoa_skills.store.judge_settings import JudgeSettingsStore
 from byoa_skills.wallet_shim.visitor_choices import ChoiceRefusal
@@ -160,12 +161,14 @@ class JudgeSwitch:
     async def status(self) -> dict[str, Any]:
         """What the wallet page shows: the default, the model that judges now and whether its
         source answers (each judged call asks when it does not), whether it is paid and its
-        spend today, each site's own switch."""
+        spend today, the model the measurements recommend with its figures, each site's own
+        switch."""
         model = await self.model()
         up = model is not None and self.runtime is not None and await can_judge(self.runtime, model)
         paid = model is not None and self._paid(model)
         return {**self.default(), "judgingModel": model, "up": up, "paid": paid,
                 "spentToday": format(self.spend.spent(), "f"),
+                "recommended": RECOMMENDED.to_dict(),
                 "sites": self.store.sites()}  # fmt: skip
 
     async def _answers(self, model: str) -> bool:

@@ -841,6 +841,8 @@ async function loadJudge() {
   card.append(el('p', { id: 'judge-spent', className: 'judge-spent',
     text: judge.paid ? 'Spent today by the judge: ' + (judge.spentToday || '0') + ' USD. Past the spend, each text call asks you.'
       : 'A judge on this computer costs nothing and is not limited; a paid one stops at this spend and each text call asks you.' }));
+  // the judge model the measurements favour, with its figures (byoa_skills/judge/recommended.py)
+  if (judge.recommended) card.append(el('p', { className: 'judge-recommended', text: judge.recommended.sentence }));
   box.append(card);
 }
 
