@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import signal
 import socket
 import statistics
 import subprocess
@@ -43,6 +44,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.bench.children import signals_stop, spawn, stop
 from byoa_skills.judge import JudgeSettings, Purpose, build_prompt, judge
 from byoa_skills.judge import prompt as judge_prompt
 from byoa_skills.models import ModelError, ensure_model
@@ -96,10 +98,11 @@ def start_llama(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "judge",
-         "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads),
-         "--n_ctx", str(ctx), "--seed", "7", "--verbose", "False",
+    process = spawn(  # its own session; the kernel kills it when this script ends
+        death_signal=signal.SIGKILL,
+        command=[sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+         "--model_alias", "judge", "--host", "127.0.0.1", "--port", str(port),
+         "--n_threads", str(threads), "--n_ctx", str(ctx), "--seed", "7", "--verbose", "False",
          *(["--chat_format", chat_format] if chat_format else [])],
         stdout=subprocess.DEVNULL, stderr=log.open("wb"),
     )  # fmt: skip
@@ -310,8 +313,7 @@ def main() -> None:
         )  # fmt: skip
     finally:
         if process is not None:
-            process.terminate()
-            process.wait(30)
+            stop(process, grace=10)
     run = {"model": name, "threads": args.threads, "deadline": args.deadline,
            "mismatch": args.mismatch, "chat_format": chat_format,
            "rules": "user message" if chat_format in NO_SYSTEM_ROLE else "system message",
@@ -323,4 +325,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with signals_stop():  # SIGTERM and SIGHUP stop it as Ctrl-C does, its server too
+        main()

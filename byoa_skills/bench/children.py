@@ -36,24 +36,30 @@ _started: list[subprocess.Popen[bytes]] = []
 _lock = threading.Lock()
 
 
-def _die_with(parent: int) -> Callable[[], None]:
-    """The ``preexec_fn`` of a child of ``parent``: ask for :data:`PARENT_DEATH_SIGNAL` when
-    the parent ends, and end now if it already has (the signal would never come)."""
+def _die_with(parent: int, signum: signal.Signals) -> Callable[[], None]:
+    """The ``preexec_fn`` of a child of ``parent``: ask for ``signum`` when the parent ends,
+    and end now if it already has (the signal would never come)."""
 
     def in_child() -> None:
-        die_with_parent(parent, PARENT_DEATH_SIGNAL)
+        die_with_parent(parent, signum)
 
     return in_child
 
 
-def spawn(command: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+def spawn(
+    command: Sequence[str],
+    death_signal: signal.Signals = PARENT_DEATH_SIGNAL,
+    **options: Any,
+) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(command, **options)`` in a new session, ended by
-    :func:`stop_all`, and, when started from the main thread on Linux, sent SIGTERM by the
-    kernel when this process ends. (A parent-death signal follows the thread that started
-    the child: from another thread it would come when that thread ends.)"""
+    :func:`stop_all`, and, when started from the main thread on Linux, sent ``death_signal``
+    (SIGTERM; SIGKILL for a server that may not end on SIGTERM while a request of the dead
+    parent runs, as llama-cpp-python's) by the kernel when this process ends. (A
+    parent-death signal follows the thread that started the child: from another thread it
+    would come when that thread ends.)"""
     options.setdefault("start_new_session", True)
     if parent_death.SUPPORTED and threading.current_thread() is threading.main_thread():
-        options.setdefault("preexec_fn", _die_with(os.getpid()))
+        options.setdefault("preexec_fn", _die_with(os.getpid(), death_signal))
     process: subprocess.Popen[bytes] = subprocess.Popen(list(command), **options)
     with _lock:
         _started[:] = [p for p in _started if p.poll() is None]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.bench.children import spawn
+from byoa_skills.bench.children import spawn, stop
 from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.server import free_port
 from byoa_skills.bench.stats import summarize
@@ -204,14 +205,15 @@ def _start_llama(ctx: Context, gguf: Path, name: str) -> str:
     """llama.cpp's server (one thread) serving ``gguf`` as :data:`ALIAS`; its base URL."""
     port = free_port()
     log = (ctx.home / f"judge-{name}.log").open("wb")
-    process = spawn(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
+    process = spawn(  # SIGKILL: it may not end on SIGTERM while a request runs
+        death_signal=signal.SIGKILL,
+        command=[sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
          ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
          "--n_ctx", "4096", "--seed", "7", "--interrupt_requests", "False",
          "--verbose", "False"],
         stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
-    ctx.cleanups.append(lambda: (process.terminate(), process.wait(30)))
+    ctx.cleanups.append(lambda: stop(process, grace=10))
     url = f"http://127.0.0.1:{port}/v1"
     limit = time.monotonic() + 120
     while time.monotonic() < limit:  # a readiness wait
