@@ -76,11 +76,24 @@ def test_a_stopped_bench_leaves_no_process(tmp_path: Path, signum: signal.Signal
     assert code == 128 + signum
 
 
-def test_a_child_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
+IGNORES_SIGTERM = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+)
+
+
+@pytest.mark.parametrize(
+    ("child", "death"),
+    [
+        ("import time; time.sleep(600)", ""),
+        # a server that does not end on SIGTERM (llama-cpp-python's with a request running)
+        (IGNORES_SIGTERM, ", death_signal=signal.SIGKILL"),
+    ],
+)
+def test_a_child_ends_when_its_parent_is_killed(tmp_path: Path, child: str, death: str) -> None:
     parent_code = (
-        "import sys, time\n"
+        "import signal, sys, time\n"
         "from byoa_skills.bench.children import spawn\n"
-        "child = spawn([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"child = spawn([sys.executable, '-c', {child!r}]{death})\n"
         "print(child.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
