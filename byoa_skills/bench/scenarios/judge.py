@@ -5,8 +5,9 @@ and judge started together, the chunks held until the judge has spoken); with th
 before the call; each of the last two with the judge on the call's own llama.cpp server and
 on a second one of its own; and the judge before the call on its own server with its
 prompt's shared prefix broken (a line of its own heads each prompt, so the server's prompt
-cache keeps nothing of the fixed part: the cost of a prompt without a fixed part first).
-Both servers serve the same model (``--judge-model``: SmolLM2-135M-Instruct by default, or
+cache keeps nothing of the fixed part: the cost of a prompt without a fixed part first), on
+a third server, so that its prompts never replace the kept prefix of the second. All three
+servers serve the same model (``--judge-model``: SmolLM2-135M-Instruct by default, or
 a judge model of the ``judge-eval`` extra), one thread each, with ``--interrupt_requests
 False``: by default llama-cpp-python's server ends a streamed answer early when another
 request arrives, which would cut the call short whenever its judge asks the same server.
@@ -48,8 +49,12 @@ MAX_TOKENS = 64
 #: The goal: the judge beside the call adds at most this share to a call's p50.
 GOAL_SHARE = 0.30
 MODES = ("off", "beside-same", "before-same", "beside-own", "before-own", "before-own-unshared")
-#: The model's name at both servers.
+#: The model's name at every server.
 ALIAS = "model"
+#: The servers: the call's; the judge's own; a third for the judge whose prefix is broken,
+#: so that its prompts never replace the judge's kept prefix on the second (a llama.cpp
+#: server keeps the prefix of the last prompt it was given only).
+SERVERS = ("call", "judge", "unshared")
 PURPOSE = Purpose(
     "Family geography game: guess countries, capitals and flags from spoken clues",
     {"text.generate": {"required": True}},
@@ -74,7 +79,7 @@ def run(ctx: Context) -> dict[str, Any]:
     design = ctx.settings.judge_design or DESIGN
     rounds = 4 if ctx.settings.quick else 24
     ctx.reporter.start(NAME, rounds * len(MODES))
-    urls = {name: _start_llama(ctx, gguf, name) for name in ("call", "judge")}
+    urls = {name: _start_llama(ctx, gguf, name) for name in SERVERS}
     path = ctx.home / "config" / "judge-sources.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"sources": [
@@ -145,7 +150,7 @@ async def _one(runtime: TextRuntime, mode: str, question: str, design: str) -> t
     if mode == "off":
         answer = await runtime.generate(call, sink)
     else:
-        where = "call" if mode.endswith("same") else "judge"
+        where = "call" if mode.endswith("same") else "unshared" if "unshared" in mode else "judge"
         settings = JudgeSettings(f"{where}/{ALIAS}", deadline=120.0, design=design)
         asked: Any = _Unshared(runtime, question) if mode.endswith("unshared") else runtime
         judging = judge(PURPOSE, call.messages, runtime=asked, settings=settings)
