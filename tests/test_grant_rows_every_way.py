@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -40,6 +41,7 @@ from byoa_skills.store.activity import ActivityLog
 from byoa_skills.store.clock import now_ms
 from byoa_skills.store.database import WalletDatabase
 from byoa_skills.store.sites import SiteStore
+from byoa_skills.store.visitor_choices import KeptChoices
 from byoa_skills.wallet_shim.shim import WalletShim
 from byoa_skills.wallet_shim.visitor_choices import VisitorChoices
 
@@ -279,6 +281,32 @@ def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant
         "the next grant got the default day, not the 30 minutes the visitor chose"
     )
     assert following["limits"]["maxCallsPerMinute"] == 3, following
+
+
+def test_a_change_is_kept_before_it_returns_however_busy_the_store(tmp_path: Path) -> None:
+    kept: dict[str, Any] = {}
+    with serving(ollama_app) as source:
+        shim, requests, desk = text_wallet(tmp_path, source.url, source.url)
+
+        async def main() -> None:
+            asking = asyncio.create_task(requests.request(ORIGIN, MANIFEST, True))
+            for _ in range(200):
+                if desk.waiting():
+                    break
+                await asyncio.sleep(0.05)
+            desk.answer(desk.waiting()[0].id, "decide-on-my-own", {"models": ["a/echo:latest"]})
+            first = await asking
+            origin = shim.grants.get(first["grantId"]).origin
+            # the store's writer is busy (a loaded machine): the change waits its turn
+            shim.sites.database.submit(lambda db: time.sleep(0.3))
+            SiteChanges(shim).limits(ORIGIN, VisitorChoices(limits={"maxCallsPerMinute": 3}))
+            kept.update(KeptChoices(shim.sites.database).get(origin) or {})
+            assert shim.engine.text is not None
+            await shim.engine.text.close()
+
+        asyncio.run(main())
+    # what the site's next grant reads right after the change is the change
+    assert kept["limits"]["maxCallsPerMinute"] == 3, kept
 
 
 def ollamas(running: dict[str, RunningServer]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal, InvalidOperation
@@ -140,8 +141,9 @@ class WalletShim:
         """Make a live grant stricter as the visitor chose (:func:`change_problems`): its
         summary as it is now, or :class:`GrantRefusal` (``unknown-grant``) /
         :class:`ChoiceRefusal` (what is wider, or not valid), changing nothing. Binds at once
-        for new calls; calls already running finish; kept for a restart; told to whoever
-        watches the grants."""
+        for new calls; calls already running finish; kept for a restart and the site's next
+        grant (committed before it returns; a store that cannot keep it is logged); told to
+        whoever watches the grants."""
         grant = self.grants.get(grant_id)
         if grant is None:
             raise GrantRefusal("unknown-grant", "no live grant has this id")
@@ -159,7 +161,10 @@ class WalletShim:
         before = kept.get(grant.origin)
         if choices.expires_in_minutes is not None:
             before = {"expiresInMinutes": choices.expires_in_minutes}
-        kept.keep(grant.origin, kept_choices(grant, before))
+        try:  # committed before it returns: the site's next grant reads it at once
+            kept.keep(grant.origin, kept_choices(grant, before)).result()
+        except (StoreError, sqlite3.Error, OSError) as error:
+            log.error("event=choices-not-kept origin=%s error=%r", grant.origin, str(error))
         self.record_activity(kind="change", origin=grant.origin, grant=grant.id, outcome="ok",
                              limits=grant.summary()["limits"],
                              models=sorted(grant.models) or None)  # fmt: skip
