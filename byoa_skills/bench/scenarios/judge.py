@@ -77,9 +77,10 @@ def run(ctx: Context) -> dict[str, Any]:
     """p50/p95 latency per mode, and what the judge adds to the p50 without it."""
     gguf = _gguf(ctx.settings.judge_model)
     design = ctx.settings.judge_design or DESIGN
-    rounds = 4 if ctx.settings.quick else 24
+    rounds = 2 if ctx.settings.quick else 24
     ctx.reporter.start(NAME, rounds * len(MODES))
-    urls = {name: _start_llama(ctx, gguf, name) for name in SERVERS}
+    context = 2048 if ctx.settings.judge_model == "smollm2" else 4096
+    urls = {name: _start_llama(ctx, gguf, name, context) for name in SERVERS}
     path = ctx.home / "config" / "judge-sources.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"sources": [
@@ -206,15 +207,16 @@ def _gguf(name: str) -> Path:
     return path
 
 
-def _start_llama(ctx: Context, gguf: Path, name: str) -> str:
-    """llama.cpp's server (one thread) serving ``gguf`` as :data:`ALIAS`; its base URL."""
+def _start_llama(ctx: Context, gguf: Path, name: str, context: int) -> str:
+    """llama.cpp's server (one thread, ``context`` tokens) serving ``gguf`` as :data:`ALIAS`;
+    its base URL."""
     port = free_port()
     log = (ctx.home / f"judge-{name}.log").open("wb")
     process = spawn(  # SIGKILL: it may not end on SIGTERM while a request runs
         death_signal=signal.SIGKILL,
         command=[sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
          ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
-         "--n_ctx", "4096", "--seed", "7", "--interrupt_requests", "False",
+         "--n_ctx", str(context), "--seed", "7", "--interrupt_requests", "False",
          "--verbose", "False"],
         stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
