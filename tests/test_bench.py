@@ -139,7 +139,7 @@ def _stats(node: Any) -> Iterator[dict[str, float]]:
 def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any]]) -> None:
     out, results = tiny_run
     scenarios = results["scenarios"]
-    by_name_only = ("longmemory", "tune", "encoder")
+    by_name_only = ("longmemory", "tune", "encoder", "judge")
     assert list(scenarios) == default_names() == [n for n in names() if n not in by_name_only]
     assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
     for name in ("wav", "direct", "cold", "engine", "memory", "idle", "link", "text", "batch",

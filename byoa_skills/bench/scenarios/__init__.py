@@ -38,8 +38,9 @@ _ORDER = (
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
 #: Scenarios a run without names leaves out: ``tune`` changes the user's config;
 #: ``longmemory`` sends hours of audio; ``encoder`` compares encoder backends, a question
-#: asked of a new machine, not of every run.
-BY_NAME_ONLY = ("longmemory", "tune", "encoder")
+#: asked of a new machine, not of every run; ``judge`` runs three llama.cpp servers and
+#: measures the purpose judge, not the engine.
+BY_NAME_ONLY = ("longmemory", "tune", "encoder", "judge")
 
 
 def names() -> list[str]:
