@@ -251,6 +251,18 @@ def expires_ms(grant: dict[str, Any]) -> int:
     return int(when.timestamp() * 1000)
 
 
+async def on_my_own(requests: Any, desk: Any, choices: dict[str, Any]) -> Any:
+    """The site's first grant, after the visitor answered its consent "decide on my own" with
+    ``choices``."""
+    asking = asyncio.create_task(requests.request(ORIGIN, MANIFEST, True))
+    for _ in range(200):  # a wait for the consent to be shown
+        if desk.waiting():
+            break
+        await asyncio.sleep(0.05)
+    desk.answer(desk.waiting()[0].id, "decide-on-my-own", choices)
+    return await asking
+
+
 def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant(
     tmp_path: Path,
 ) -> None:
@@ -259,14 +271,8 @@ def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant
         shim, requests, desk = text_wallet(tmp_path, source.url, source.url)
 
         async def main() -> None:
-            asking = asyncio.create_task(requests.request(ORIGIN, MANIFEST, True))
-            for _ in range(200):
-                if desk.waiting():
-                    break
-                await asyncio.sleep(0.05)
-            desk.answer(desk.waiting()[0].id, "decide-on-my-own",
-                        {"models": ["a/echo:latest"], "expiresInMinutes": 30})  # fmt: skip
-            first = await asking
+            first = await on_my_own(requests, desk, {"models": ["a/echo:latest"],
+                                                     "expiresInMinutes": 30})  # fmt: skip
             SiteChanges(shim).limits(ORIGIN, VisitorChoices(limits={"maxCallsPerMinute": 3}))
             shim.release_grant(first["grantId"])
             seen["asked"] = now_ms()
@@ -289,13 +295,7 @@ def test_a_change_is_kept_before_it_returns_however_busy_the_store(tmp_path: Pat
         shim, requests, desk = text_wallet(tmp_path, source.url, source.url)
 
         async def main() -> None:
-            asking = asyncio.create_task(requests.request(ORIGIN, MANIFEST, True))
-            for _ in range(200):
-                if desk.waiting():
-                    break
-                await asyncio.sleep(0.05)
-            desk.answer(desk.waiting()[0].id, "decide-on-my-own", {"models": ["a/echo:latest"]})
-            first = await asking
+            first = await on_my_own(requests, desk, {"models": ["a/echo:latest"]})
             origin = shim.grants.get(first["grantId"]).origin
             # the store's writer is busy (a loaded machine): the change waits its turn
             shim.sites.database.submit(lambda db: time.sleep(0.3))
