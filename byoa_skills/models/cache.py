@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from byoa_skills.models.catalog import ModelSpec, get_model
+from byoa_skills.models.catalog import JUDGE_MODELS, ModelSpec, get_model
 from byoa_skills.models.errors import ModelError
 from byoa_skills.models.locking import file_lock, try_file_lock
 from byoa_skills.models.progress import Progress, ProgressFn
@@ -96,6 +96,17 @@ def leftovers(name: str, cache_dir: str | os.PathLike[str] | None = None) -> lis
     root = models_dir(cache_dir)
     spec = get_model(name)
     return sorted(root.glob(f".{spec.name}{_PARTIAL}*")) + sorted(root.glob(f".{spec.name}{_OLD}*"))
+
+
+def judge_model_file(name: str) -> Path:
+    """The GGUF file of the judge model ``name`` (:data:`~byoa_skills.models.catalog.JUDGE_MODELS`),
+    assembled into the model cache and checked as :func:`ensure_model` does;
+    :class:`ModelError` for a name that is none, or a bundle that is not installed."""
+    if name not in JUDGE_MODELS:
+        known = ", ".join(JUDGE_MODELS)
+        raise ModelError("unknown-model", f"no judge model named {name!r} (known: {known})",
+                         model=name)  # fmt: skip
+    return ensure_model(name) / JUDGE_MODELS[name].files[0].name
 
 
 def ensure_model(

