@@ -151,17 +151,22 @@ def test_activity_lists_the_local_clients_calls_without_content(engine: Engine) 
 def test_a_long_recording_across_the_pool_hears_what_faster_whisper_hears(
     engine: Engine, engine_home: Path
 ) -> None:
+    """Against faster-whisper's own way of decoding a long recording in VAD pieces (its batched
+    pipeline, one temperature, so the same words every run); its ``transcribe`` falls back to
+    sampling at higher temperatures and hears this recording differently from run to run
+    (docs/openai.md), so it cannot be a yardstick."""
     samples, said = build_recording(180, SPEECH)
     heard = transcribe(engine, ("long.wav", wav_from_int16(samples)), language="en").text
-    from faster_whisper import WhisperModel
+    from faster_whisper import BatchedInferencePipeline, WhisperModel
 
     folder = model_path("base", cache_dir=engine_home / "cache" / "models")
     model = WhisperModel(str(folder), compute_type="int8", cpu_threads=2)
-    segments, _ = model.transcribe(samples.astype(np.float32) / 32768, language="en")
+    pipeline = BatchedInferencePipeline(model)
+    segments, _ = pipeline.transcribe(samples.astype(np.float32) / 32768, language="en")
     reference = " ".join(segment.text.strip() for segment in segments)  # its own defaults
     ours, theirs = word_error_rate(said, heard), word_error_rate(said, reference)
     between = word_error_rate(reference, heard)
-    print(f"WER against what was said: engine {ours:.1%}, faster-whisper {theirs:.1%}; "
+    print(f"WER against what was said: engine {ours:.1%}, faster-whisper batched {theirs:.1%}; "
           f"engine against faster-whisper {between:.1%}")  # fmt: skip
     assert ours <= theirs + 0.05 and between <= 0.15
 
