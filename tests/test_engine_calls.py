@@ -26,15 +26,15 @@ def wait_for(condition, what: str, timeout: float = 300) -> None:  # type: ignor
         time.sleep(0.02)
 
 
-def test_twenty_calls_at_once_each_get_their_own_answer(engine: Engine) -> None:
+def test_twelve_calls_at_once_each_get_their_own_answer(engine: Engine) -> None:
     english = clips("sentence", "en") + clips("human", "en")
     frames = [
         {"type": "call", "id": index, "skill": "audio.transcribe",
          "input": skill_input(english[index % len(english)]["file"]), "params": {"language": "en"}}
-        for index in range(20)
+        for index in range(12)
     ]  # fmt: skip
-    answers = asyncio.run(call_ws(engine, frames, expect=20))
-    assert sorted(answer["id"] for answer in answers) == list(range(20))
+    answers = asyncio.run(call_ws(engine, frames, expect=12))
+    assert sorted(answer["id"] for answer in answers) == list(range(12))
     texts: dict[str, set[str]] = {}
     for answer in answers:
         clip = english[answer["id"] % len(english)]
@@ -119,22 +119,16 @@ def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
 
 
 def test_with_its_defaults_the_engine_answers_as_faster_whisper_called_directly(
-    engine_home: Path,
+    engine: Engine, engine_home: Path
 ) -> None:
-    # the default decode is the whole window: the same words as faster-whisper's own
-    whole = start_engine(engine_home, "--model", "base", "--workers", "2",
-                         log_name="whole.log")  # fmt: skip
-    try:
-        whole.wait_ready()
-        chosen = clips("sentence") + clips("human")
-        frames = [
-            {"type": "call", "id": clip["file"], "skill": "audio.transcribe",
-             "input": skill_input(clip["file"]), "params": {"language": clip["language"]}}
-            for clip in chosen
-        ]  # fmt: skip
-        answers = {a["id"]: a for a in asyncio.run(call_ws(whole, frames, expect=len(frames)))}
-    finally:
-        whole.stop()
+    # the shared engine runs the default decode, the whole window: faster-whisper's own words
+    chosen = clips("sentence") + clips("human")
+    frames = [
+        {"type": "call", "id": clip["file"], "skill": "audio.transcribe",
+         "input": skill_input(clip["file"]), "params": {"language": clip["language"]}}
+        for clip in chosen
+    ]  # fmt: skip
+    answers = {a["id"]: a for a in asyncio.run(call_ws(engine, frames, expect=len(frames)))}
     folder = model_path("base", cache_dir=engine_home / "cache" / "models")
     items = [(clip["file"], clip["language"]) for clip in chosen]
     directs = faster_whisper_texts_as_a_worker(folder, items)

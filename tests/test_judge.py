@@ -261,16 +261,15 @@ def test_the_judge_is_off_when_its_source_or_model_is_not_there(tmp_path: Path) 
 
 
 def test_a_real_model_gives_an_opinion_from_the_source(llama_sources: Path) -> None:
-    async def run() -> list[Opinion]:
+    async def run() -> Opinion:
         runtime = TextRuntime(SourceStore(llama_sources))
         settings = JudgeSettings("llama/smollm2", deadline=60)
         try:
-            return [await judge(PURPOSE, messages, runtime=runtime, settings=settings)
-                    for messages in (QUESTION, INJECTIONS)]  # fmt: skip
+            return await judge(PURPOSE, QUESTION, runtime=runtime, settings=settings)
         finally:
             await runtime.close()
 
-    for opinion in asyncio.run(run()):
+    for opinion in [asyncio.run(run())]:
         assert opinion.decision in DECISIONS and opinion.code in CODES
         assert opinion.model == "llama/smollm2"  # the model answered: no failure
         assert "\n" not in opinion.message and len(opinion.message) <= 160

@@ -279,7 +279,7 @@ def test_three_silent_hours_at_once_take_turns_and_little_memory(
 def test_sites_clips_are_answered_while_recordings_fill_the_pool(
     small_engine: Engine, files: Path
 ) -> None:
-    data = speech_flac(files / "speech-3min.flac", 180.0).read_bytes()
+    data = speech_flac(files / "speech-90s.flac", 90.0).read_bytes()
     site = json.dumps({"input": skill_input("en-hello.wav")}).encode()
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 
