@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from byoa_skills.bench.clips import LABELS
+
+#: Scenarios whose module gives ``table_head``, ``table_rows`` and ``summary_line``: their
+#: table is in the report and printed beside the headline.
+TABLED = ("encoder", "judge")
+#: Said where a run measured no headline figure (a scenario run by name has its own table).
+NO_HEADLINE = "No headline figure in this run: the scenarios' own tables follow."
 
 
 def _n(value: float | None, digits: int = 3) -> str:
@@ -56,9 +63,11 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Headline",
         "",
-        "| figure | value | unit |",
-        "|---|---|---|",
     ]
+    if results["headline"]:
+        lines += ["| figure | value | unit |", "|---|---|---|"]
+    else:
+        lines.append(NO_HEADLINE)
     for figure in results["headline"].values():
         lines.append(f"| {figure['label']} | {_n(figure['value'])} | {figure['unit']} |")
     for name, entry in results["scenarios"].items():
@@ -236,13 +245,12 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             lines.append(f"| {key}{best} | {_n(figures['throughput'])} | "
                          f"{_n(figures['latency_c1_s']['p50'])} |")  # fmt: skip
         lines += ["", f"Kept for `serve` ({entry['model']}) in {entry['kept_in']}."]
-    elif name == "encoder":
-        from byoa_skills.bench.scenarios.encoder import summary_line, table_head, table_rows
-
-        head = table_head(entry)
+    elif name in TABLED:
+        scenario = import_module(f"byoa_skills.bench.scenarios.{name}")
+        head = scenario.table_head(entry)
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(row) + " |" for row in table_rows(entry)]
-        lines += ["", summary_line(entry)]
+        lines += ["| " + " | ".join(row) + " |" for row in scenario.table_rows(entry)]
+        lines += ["", scenario.summary_line(entry)]
     elif name == "memory":
         workers = ", ".join(f"{v:.0f}" for v in entry["worker_rss_mib"].values())
         lines.append(
@@ -282,18 +290,21 @@ def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
 
 
 def tables(results: dict[str, Any]) -> list[Table]:
-    """The tables a run prints beside its headline: the encoder backends', when measured."""
-    entry = results["scenarios"].get("encoder", {})
-    if entry.get("status") != "ok":
-        return []
-    from byoa_skills.bench.scenarios.encoder import TITLE, summary_line, table_head, table_rows
-
-    table = Table(title=TITLE, caption=summary_line(entry))
-    for index, column in enumerate(table_head(entry)):
-        table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index == 0)
-    for row in table_rows(entry):
-        table.add_row(*row)
-    return [table]
+    """The tables a run prints beside its headline: one for each scenario of :data:`TABLED`
+    that was measured (the encoder backends', the purpose judge's)."""
+    made = []
+    for name in TABLED:
+        entry = results["scenarios"].get(name, {})
+        if entry.get("status") != "ok":
+            continue
+        scenario = import_module(f"byoa_skills.bench.scenarios.{name}")
+        table = Table(title=scenario.TITLE, caption=scenario.summary_line(entry))
+        for index, column in enumerate(scenario.table_head(entry)):
+            table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index == 0)
+        for row in scenario.table_rows(entry):
+            table.add_row(*row)
+        made.append(table)
+    return made
 
 
 def summary(results: dict[str, Any]) -> Table:
@@ -306,6 +317,8 @@ def summary(results: dict[str, Any]) -> Table:
     table.add_column("unit")
     for figure in results["headline"].values():
         table.add_row(figure["label"], _n(figure["value"]), figure["unit"])
+    if not results["headline"]:
+        table.caption = NO_HEADLINE
     for name, entry in results["scenarios"].items():
         if entry["status"] != "ok":
             table.add_row(f"[dim]{name}", f"[dim]{entry['status']}", f"[dim]{entry['reason']}")

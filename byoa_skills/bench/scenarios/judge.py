@@ -232,3 +232,48 @@ def _start_llama(ctx: Context, gguf: Path, name: str, context: int) -> str:
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"the {name} llama.cpp server did not start")
+
+
+#: Each mode in words, for the tables.
+MODE_WORDS = {
+    "off": "off",
+    "beside-same": "beside the call, same server",
+    "before-same": "before the call, same server",
+    "beside-own": "beside the call, own server",
+    "before-own": "before the call, own server, fixed part kept",
+    "before-own-unshared": "before the call, own server, prefix broken",
+}
+
+
+def table_head(entry: dict[str, Any]) -> list[str]:
+    """The column names of :func:`table_rows`."""
+    return ["mode", "p50 ms", "p95 ms", "added to the p50", "answers not as off"]
+
+
+def table_rows(entry: dict[str, Any]) -> list[list[str]]:
+    """One row per mode: its p50 and p95 (ms), what it adds to the p50 without the judge, and
+    how many of its answers differed from the same round's answer without it."""
+    rows = []
+    off = entry["modes"]["off"]["p50"]
+    for mode, stats in entry["modes"].items():
+        added = "-"
+        if mode != "off":
+            added = f"+{stats['p50'] - off:,.0f} ms ({entry['added_p50_share'][mode]:+.0%})"
+        differing = entry["answers_differing_from_off"].get(mode)
+        differed = "-" if differing is None else f"{differing} of {entry['rounds']}"
+        name = MODE_WORDS.get(mode, mode)
+        rows.append([name, f"{stats['p50']:,.0f}", f"{stats['p95']:,.0f}", added, differed])
+    return rows
+
+
+def summary_line(entry: dict[str, Any]) -> str:
+    """The judge model, the design, the rounds, what the fixed part first saves, and the goal,
+    in one sentence."""
+    met = {source: "met" if ok else "not met" for source, ok in entry["goal_met"].items()}
+    return (
+        f"Judge model {entry['model']}, design {entry['design']}, {entry['rounds']} rounds, "
+        f"{entry['max_tokens']} answer tokens. The fixed part first saves "
+        f"{entry['shared_prefix_saves_p50_ms']:,.0f} ms of the judge's p50 before the call. "
+        f"Goal (beside the call adds at most {entry['goal_added_p50_share']:.0%}): same server "
+        f"{met['same source']}, own server {met['own source']}."
+    )
