@@ -63,16 +63,19 @@ def test_gate_check_and_record(benchmark) -> None:  # type: ignore[no-untyped-de
 def test_whole_call_through_the_shim(benchmark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     clock = iter(range(now_ms(), 2**62, SPACING_MS))
     shim = WalletShim(
-        InstantEngine(), SiteStore(WalletDatabase(tmp_path / "w.sqlite3")),
+        InstantEngine(),
+        SiteStore(WalletDatabase(tmp_path / "w.sqlite3")),
         ActivityLog(WalletDatabase(tmp_path / "w.sqlite3")),
         clock=lambda: next(clock),
-    )  # fmt: skip
-    grant_id = shim.create_grant("https://a.example", GEO_MANIFEST,
-                                 grant(expiresAt=FAR))["grantId"]  # fmt: skip
+    )
+    grant_id = shim.create_grant("https://a.example", GEO_MANIFEST, grant(expiresAt=FAR))["grantId"]
     hello = skill_input("en-hello.wav")
     loop = asyncio.new_event_loop()
-    result = benchmark(lambda: loop.run_until_complete(
-        shim.call(grant_id, "audio.transcribe", hello, {"language": "en"})))  # fmt: skip
+    result = benchmark(
+        lambda: loop.run_until_complete(
+            shim.call(grant_id, "audio.transcribe", hello, {"language": "en"})
+        )
+    )
     assert result.ok
     loop.close()
 
@@ -82,7 +85,8 @@ def test_whole_call_without_the_shim(benchmark) -> None:  # type: ignore[no-unty
     engine = InstantEngine()
     hello = skill_input("en-hello.wav")
     loop = asyncio.new_event_loop()
-    result = benchmark(lambda: loop.run_until_complete(
-        engine.call("audio.transcribe", hello, {"language": "en"})))  # fmt: skip
+    result = benchmark(
+        lambda: loop.run_until_complete(engine.call("audio.transcribe", hello, {"language": "en"}))
+    )
     assert result.ok
     loop.close()

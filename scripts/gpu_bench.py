@@ -153,9 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         args.lengths, args.repeats = [1.0, 5.0], 1
     print(HEADER, flush=True)
     result = run(args)
-    print(f"load {result['load_s']} s (converted: {result['weights_converted']}), "
-          f"max batch {result['max_batch_size']}, {result['compute_type']} on "
-          f"{result['gpu'] or 'cpu'}; first text: {result['sample_text']!r}")  # fmt: skip
+    print(
+        f"load {result['load_s']} s (converted: {result['weights_converted']}), "
+        f"max batch {result['max_batch_size']}, {result['compute_type']} on "
+        f"{result['gpu'] or 'cpu'}; first text: {result['sample_text']!r}"
+    )
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "gpu-bench.json").write_text(json.dumps(result, indent=2) + "\n")

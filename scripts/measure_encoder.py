@@ -62,8 +62,10 @@ def main() -> None:
     backend = load_backend(ensure_model(args.model), cpu_threads=args.threads)
     backend.transcribe(audio[spoken[0]["file"]], "en")
     full: dict[str, str] = {}
-    print(f"model {args.model}, {args.threads} thread(s), {len(spoken)} spoken clips, "
-          f"best of {args.rounds} rounds")  # fmt: skip
+    print(
+        f"model {args.model}, {args.threads} thread(s), {len(spoken)} spoken clips, "
+        f"best of {args.rounds} rounds"
+    )
     print("| encoder | WER | changed | silent clips empty | seconds, all clips |")
     print("|---|---|---|---|---|")
     for setting in args.settings.split(","):
@@ -72,9 +74,11 @@ def main() -> None:
         for _ in range(args.rounds):
             began = time.perf_counter()
             for clip in spoken + silent:
-                seconds = 30.0 if setting == "30" else (
-                    float(math.ceil(clip["seconds"])) if setting == "fit" else float(setting)
-                )  # fmt: skip
+                seconds = (
+                    30.0
+                    if setting == "30"
+                    else (float(math.ceil(clip["seconds"])) if setting == "fit" else float(setting))
+                )
                 backend.options = dataclasses.replace(
                     backend.options, encoder_seconds=None if seconds >= 30 else seconds
                 )
@@ -86,15 +90,22 @@ def main() -> None:
             full = dict(texts)
         changed = sum(texts[c["file"]] != full.get(c["file"]) for c in spoken)
         empty = all(texts[c["file"]] == "" for c in silent)
-        label = "30 s (whole window)" if setting == "30" else (
-            "each clip's length" if setting == "fit" else f"{setting} s")  # fmt: skip
-        print(f"| {label} | {errors / total:.3f} ({errors}/{total}) | {changed} | {empty} | "
-              f"{best:.2f} |")  # fmt: skip
+        label = (
+            "30 s (whole window)"
+            if setting == "30"
+            else ("each clip's length" if setting == "fit" else f"{setting} s")
+        )
+        print(
+            f"| {label} | {errors / total:.3f} ({errors}/{total}) | {changed} | {empty} | "
+            f"{best:.2f} |"
+        )
         if setting != "30":
             for clip in spoken:
                 if texts[clip["file"]] != full[clip["file"]]:
-                    print(f"|   {clip['file']} | {full[clip['file']]!r} → "
-                          f"{texts[clip['file']]!r} | | | |")  # fmt: skip
+                    print(
+                        f"|   {clip['file']} | {full[clip['file']]!r} → "
+                        f"{texts[clip['file']]!r} | | | |"
+                    )
 
 
 def real_speech(args: argparse.Namespace) -> None:
@@ -116,8 +127,10 @@ def real_speech(args: argparse.Namespace) -> None:
     backend.transcribe(audio[clips[0]["file"]], clips[0]["language"])
     languages = sorted({clip["language"] for clip in clips})
     counts = ", ".join(f"{n} {sum(c['language'] == n for c in clips)}" for n in languages)
-    print(f"model {args.model}, {args.threads} thread(s), {len(clips)} real-speech clips "
-          f"({counts}), language given, best of {args.rounds} rounds")  # fmt: skip
+    print(
+        f"model {args.model}, {args.threads} thread(s), {len(clips)} real-speech clips "
+        f"({counts}), language given, best of {args.rounds} rounds"
+    )
     header = " | ".join(f"WER {n}" for n in languages)
     print(f"| setting | {header} | WER all | decoded again | seconds, all clips |")
     print("|---|" + "---|" * (len(languages) + 3))
@@ -153,8 +166,10 @@ def real_speech(args: argparse.Namespace) -> None:
             full = dict(texts)
         cells = [f"{errors[n] / total[n]:.3f}" for n in languages]
         overall = sum(errors.values()) / sum(total.values())
-        print(f"| {setting} | {' | '.join(cells)} | {overall:.3f} | "
-              f"{again if guarded else '-'} | {best:.2f} |")  # fmt: skip
+        print(
+            f"| {setting} | {' | '.join(cells)} | {overall:.3f} | "
+            f"{again if guarded else '-'} | {best:.2f} |"
+        )
         if setting != "30" and full:
             for clip in clips:
                 if texts[clip["file"]] != full[clip["file"]]:

@@ -100,12 +100,31 @@ def start_llama(
         port = probe.getsockname()[1]
     process = spawn(  # its own session; the kernel kills it when this script ends
         death_signal=signal.SIGKILL,
-        command=[sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-         "--model_alias", "judge", "--host", "127.0.0.1", "--port", str(port),
-         "--n_threads", str(threads), "--n_ctx", str(ctx), "--seed", "7", "--verbose", "False",
-         *(["--chat_format", chat_format] if chat_format else [])],
-        stdout=subprocess.DEVNULL, stderr=log.open("wb"),
-    )  # fmt: skip
+        command=[
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf),
+            "--model_alias",
+            "judge",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            str(threads),
+            "--n_ctx",
+            str(ctx),
+            "--seed",
+            "7",
+            "--verbose",
+            "False",
+            *(["--chat_format", chat_format] if chat_format else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
     url = f"http://127.0.0.1:{port}/v1"
     limit = time.monotonic() + 300
     while time.monotonic() < limit:  # a readiness wait
@@ -128,10 +147,17 @@ def load_set() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 async def judge_all(
-    url: str, model_id: str, calls: list[dict[str, Any]], manifests: dict[str, Any],
-    deadline: float, mismatch: str, system_role: bool = True, show: int = 0,
-    design: str = judge_prompt.DESIGN, leaning: bool = True,
-) -> list[dict[str, Any]]:  # fmt: skip
+    url: str,
+    model_id: str,
+    calls: list[dict[str, Any]],
+    manifests: dict[str, Any],
+    deadline: float,
+    mismatch: str,
+    system_role: bool = True,
+    show: int = 0,
+    design: str = judge_prompt.DESIGN,
+    leaning: bool = True,
+) -> list[dict[str, Any]]:
     """Each call's decision, code, reason and judge seconds, one call at a time; for
     ``show`` calls spread over the set also the model's raw answer (asked once more,
     untimed)."""
@@ -139,32 +165,51 @@ async def judge_all(
     sources = folder / "sources.json"
     sources.write_text(json.dumps({"sources": [{"name": "judge", "kind": "openai", "url": url}]}))
     runtime = TextRuntime(SourceStore(sources))
-    settings = JudgeSettings(model=f"judge/{model_id}", deadline=deadline, mismatch=mismatch,
-                             system_role=system_role, design=design,
-                             leaning=leaning)  # fmt: skip
+    settings = JudgeSettings(
+        model=f"judge/{model_id}",
+        deadline=deadline,
+        mismatch=mismatch,
+        system_role=system_role,
+        design=design,
+        leaning=leaning,
+    )
     results = []
     shown = {index * len(calls) // show + 1 for index in range(show)} if show else set()
     try:
         warm = Purpose.of(manifests["geo"], "https://geo.example")
+        # one call first: the model list cached, the model warm
         await judge(
             warm, [{"role": "user", "content": "Hello"}], runtime=runtime, settings=settings
-        )  # fmt: skip  (the model list cached, the model warm)
+        )
         for index, call in enumerate(calls, 1):
             purpose = Purpose.of(manifests[call["manifest"]], f"https://{call['manifest']}.example")
             began = time.perf_counter()
             opinion = await judge(purpose, call["messages"], runtime=runtime, settings=settings)
             seconds = time.perf_counter() - began
-            results.append({"id": call["id"], "decision": opinion.decision, "code": opinion.code,
-                            "reason": opinion.message, "seconds": round(seconds, 4)})  # fmt: skip
+            results.append(
+                {
+                    "id": call["id"],
+                    "decision": opinion.decision,
+                    "code": opinion.code,
+                    "reason": opinion.message,
+                    "seconds": round(seconds, 4),
+                }
+            )
             if index in shown:
-                prompt = build_prompt(purpose, call["messages"], settings.budget, system_role,
-                                      design)  # fmt: skip
-                asked = TextCall(settings.model, prompt, settings.max_tokens, temperature=0.0,
-                                 deadline=deadline)  # fmt: skip
+                prompt = build_prompt(
+                    purpose, call["messages"], settings.budget, system_role, design
+                )
+                asked = TextCall(
+                    settings.model, prompt, settings.max_tokens, temperature=0.0, deadline=deadline
+                )
                 raw = await runtime.generate(asked)
                 results[-1]["answer"] = raw.texts[0]
-            print(f"\r{index}/{len(calls)} {call['id']} {opinion.decision:<8} "
-                  f"{seconds:5.2f} s", end="", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"\r{index}/{len(calls)} {call['id']} {opinion.decision:<8} {seconds:5.2f} s",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
         print(file=sys.stderr)
     finally:
         await runtime.close()
@@ -184,10 +229,14 @@ def scores(pairs: Iterable[tuple[bool, bool]]) -> dict[str, Any]:
         else:
             tn += 1
     return {
-        "n": tp + fp + fn + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+        "n": tp + fp + fn + tn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
         "precision": tp / (tp + fp) if tp + fp else None,
         "recall": tp / (tp + fn) if tp + fn else None,
-    }  # fmt: skip
+    }
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -214,26 +263,41 @@ def report(run: dict[str, Any]) -> str:
         decisions = Counter(r["decision"] for r in chosen)
         failed = sum(1 for r in chosen if r["code"] in FAILURES)
         shown = " / ".join(str(decisions.get(d, 0)) for d in ("allowed", "warn", "ask", "blocked"))
-        return (f"| {name} | {figures['n']} | {_share(figures['precision'])} | "
-                f"{_share(figures['recall'])} | {shown} | {failed} |")  # fmt: skip
+        return (
+            f"| {name} | {figures['n']} | {_share(figures['precision'])} | "
+            f"{_share(figures['recall'])} | {shown} | {failed} |"
+        )
 
-    head = ("| calls | n | precision | recall | allowed / warn / ask / blocked | judge failed |\n"
-            "|---|---|---|---|---|---|")  # fmt: skip
-    out = [f"model: {run['model']}  threads: {run['threads']}  deadline: {run['deadline']} s  "
-           f"mismatch: {run['mismatch']}  chat format: {run.get('chat_format') or 'its own'}  "
-           f"rules in: {run.get('rules', 'system message')}  "
-           f"design: {run.get('design', 'rules')}  part: {run.get('part', 'all')}  "
-           f"leaning read: {run.get('leaning', False)}", "",
-           '"Not allowed" = ask or blocked:', "", head,
-           line("all", results)]  # fmt: skip
+    head = (
+        "| calls | n | precision | recall | allowed / warn / ask / blocked | judge failed |\n"
+        "|---|---|---|---|---|---|"
+    )
+    out = [
+        f"model: {run['model']}  threads: {run['threads']}  deadline: {run['deadline']} s  "
+        f"mismatch: {run['mismatch']}  chat format: {run.get('chat_format') or 'its own'}  "
+        f"rules in: {run.get('rules', 'system message')}  "
+        f"design: {run.get('design', 'rules')}  part: {run.get('part', 'all')}  "
+        f"leaning read: {run.get('leaning', False)}",
+        "",
+        '"Not allowed" = ask or blocked:',
+        "",
+        head,
+        line("all", results),
+    ]
     for lang in sorted({c["lang"] for c in run["calls"]}):
         out.append(line(f"lang {lang}", rows(lambda c, lang=lang: c["lang"] == lang)))
     for name in sorted({c["manifest"] for c in run["calls"]}):
         out.append(line(f"manifest {name}", rows(lambda c, name=name: c["manifest"] == name)))
     for kind in ("on-purpose", "off-purpose", "injection"):
         out.append(line(f"kind {kind}", rows(lambda c, kind=kind: c["kind"] == kind)))
-    out += ["", '"Not allowed" = blocked only:', "", head, line("all", results, strict=True),
-            line("kind injection", rows(lambda c: c["injection"]), strict=True)]  # fmt: skip
+    out += [
+        "",
+        '"Not allowed" = blocked only:',
+        "",
+        head,
+        line("all", results, strict=True),
+        line("kind injection", rows(lambda c: c["injection"]), strict=True),
+    ]
     by_technique: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
         if calls[r["id"]]["injection"]:
@@ -245,12 +309,17 @@ def report(run: dict[str, Any]) -> str:
     shown = [r for r in results if "answer" in r]
     if shown:
         out += ["", "Raw answers:", ""]
-        out += [f"- {r['id']} ({calls[r['id']]['label']}): {json.dumps(r['answer'])[:160]}"
-                for r in shown]  # fmt: skip
+        out += [
+            f"- {r['id']} ({calls[r['id']]['label']}): {json.dumps(r['answer'])[:160]}"
+            for r in shown
+        ]
     seconds = [r["seconds"] for r in results]
-    out += ["", f"judge latency: p50 {percentile(seconds, 0.5):.3f} s, "
-                f"p95 {percentile(seconds, 0.95):.3f} s, max {max(seconds):.3f} s "
-                f"over {len(seconds)} calls"]  # fmt: skip
+    out += [
+        "",
+        f"judge latency: p50 {percentile(seconds, 0.5):.3f} s, "
+        f"p95 {percentile(seconds, 0.95):.3f} s, max {max(seconds):.3f} s "
+        f"over {len(seconds)} calls",
+    ]
     return "\n".join(out)
 
 
@@ -261,27 +330,41 @@ def _share(value: float | None) -> str:
 def main() -> None:
     """Judge the labelled calls and print the tables; ``--json`` keeps the run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", help="a bundled GGUF: smollm2, gemma3-270m or "
-                        + ", ".join(JUDGE_MODELS))  # fmt: skip
+    parser.add_argument(
+        "--model", help="a bundled GGUF: smollm2, gemma3-270m or " + ", ".join(JUDGE_MODELS)
+    )
     parser.add_argument("--gguf", type=Path, help="a GGUF file for llama.cpp's server")
     parser.add_argument("--url", help="a running OpenAI-compatible source (its /v1 base URL)")
     parser.add_argument("--model-id", help="the model's id at --url")
     parser.add_argument("--chat-format", help="llama.cpp's chat format, for a GGUF without one")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx", type=int, default=4096)
-    parser.add_argument("--deadline", type=float, default=60.0,
-                        help="seconds per judgement (slower gives ask)")  # fmt: skip
+    parser.add_argument(
+        "--deadline", type=float, default=60.0, help="seconds per judgement (slower gives ask)"
+    )
     parser.add_argument("--mismatch", choices=("blocked", "ask"), default="blocked")
-    parser.add_argument("--part", choices=("tune", "held-out", "all"), default="all",
-                        help="which part of the labelled calls to judge")  # fmt: skip
-    parser.add_argument("--design", choices=judge_prompt.DESIGNS, default=judge_prompt.DESIGN,
-                        help="the judge's prompt design")  # fmt: skip
-    parser.add_argument("--no-leaning", action="store_true",
-                        help="read the one-word designs by their word alone, without asking "
-                        "for the first token's log-probabilities")  # fmt: skip
+    parser.add_argument(
+        "--part",
+        choices=("tune", "held-out", "all"),
+        default="all",
+        help="which part of the labelled calls to judge",
+    )
+    parser.add_argument(
+        "--design",
+        choices=judge_prompt.DESIGNS,
+        default=judge_prompt.DESIGN,
+        help="the judge's prompt design",
+    )
+    parser.add_argument(
+        "--no-leaning",
+        action="store_true",
+        help="read the one-word designs by their word alone, without asking "
+        "for the first token's log-probabilities",
+    )
     parser.add_argument("--limit", type=int, help="judge only the first N calls")
-    parser.add_argument("--show", type=int, default=0,
-                        help="keep the raw answers of N calls spread over the set")  # fmt: skip
+    parser.add_argument(
+        "--show", type=int, default=0, help="keep the raw answers of N calls spread over the set"
+    )
     parser.add_argument("--json", type=Path, help="write the run (every decision) here")
     parser.add_argument("--load", type=Path, help="print the tables of a run kept with --json")
     args = parser.parse_args()
@@ -307,18 +390,35 @@ def main() -> None:
         model_id, name = "judge", gguf.name
     try:
         results = asyncio.run(
-            judge_all(url, model_id, calls, manifests, args.deadline, args.mismatch,
-                      system_role=chat_format not in NO_SYSTEM_ROLE, show=args.show,
-                      design=args.design, leaning=not args.no_leaning)
-        )  # fmt: skip
+            judge_all(
+                url,
+                model_id,
+                calls,
+                manifests,
+                args.deadline,
+                args.mismatch,
+                system_role=chat_format not in NO_SYSTEM_ROLE,
+                show=args.show,
+                design=args.design,
+                leaning=not args.no_leaning,
+            )
+        )
     finally:
         if process is not None:
             stop(process, grace=10)
-    run = {"model": name, "threads": args.threads, "deadline": args.deadline,
-           "mismatch": args.mismatch, "chat_format": chat_format,
-           "rules": "user message" if chat_format in NO_SYSTEM_ROLE else "system message",
-           "design": args.design, "part": args.part, "leaning": not args.no_leaning,
-           "calls": calls, "results": results}  # fmt: skip
+    run = {
+        "model": name,
+        "threads": args.threads,
+        "deadline": args.deadline,
+        "mismatch": args.mismatch,
+        "chat_format": chat_format,
+        "rules": "user message" if chat_format in NO_SYSTEM_ROLE else "system message",
+        "design": args.design,
+        "part": args.part,
+        "leaning": not args.no_leaning,
+        "calls": calls,
+        "results": results,
+    }
     if args.json:
         args.json.write_text(json.dumps(run, ensure_ascii=False, indent=1), encoding="utf-8")
     print(report(run))

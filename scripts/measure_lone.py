@@ -52,10 +52,16 @@ def main() -> None:
     from byoa_skills.pool.config import engine_decode_options
     from byoa_skills.runtimes.speech import load_backend
 
-    backend = load_backend(ensure_model(args.model), cpu_threads=1, wide_threads=args.wide,
-                           options=engine_decode_options(15.0, args.model))  # fmt: skip
-    print(f"model {args.model}, decode on 1 thread, encoder on 1 or {args.wide}, "
-          f"median of {args.repeats}")  # fmt: skip
+    backend = load_backend(
+        ensure_model(args.model),
+        cpu_threads=1,
+        wide_threads=args.wide,
+        options=engine_decode_options(15.0, args.model),
+    )
+    print(
+        f"model {args.model}, decode on 1 thread, encoder on 1 or {args.wide}, "
+        f"median of {args.repeats}"
+    )
     print(f"| clip | window | tokens | encoder on 1 thread s | on {args.wide} threads s | ratio |")
     print("|---|---|---|---|---|---|")
     for file, language, window in CLIPS:
@@ -71,12 +77,18 @@ def main() -> None:
         assert answer is not None and not isinstance(answer, Exception)
         assert answer.window_seconds == window, (file, answer.window_seconds)
         narrow, broad = (statistics.median(times[w]) for w in (False, True))
-        print(f"| {file} ({len(samples) / 16000:.1f} s) | {window} s | {answer.tokens} | "
-              f"{narrow:.3f} | {broad:.3f} | {broad / narrow:.2f} |")  # fmt: skip
+        print(
+            f"| {file} ({len(samples) / 16000:.1f} s) | {window} s | {answer.tokens} | "
+            f"{narrow:.3f} | {broad:.3f} | {broad / narrow:.2f} |"
+        )
     sizes = {}
     for wide in (0, args.wide):
-        out = subprocess.run([sys.executable, "-c", RSS, str(wide), args.model],
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", RSS, str(wide), args.model],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         sizes[wide] = float(out.stdout.strip().splitlines()[-1])
     print(json.dumps({"worker_rss_mib": sizes[0], "with_wide_encoder_mib": sizes[args.wide]}))
 

@@ -90,23 +90,32 @@ def measure(model: str, threads: int, repeats: int) -> dict[str, Any]:
                 if answer.window_seconds != window:
                     continue  # the speech does not fit in this window
                 decodes[f"{window:g}/{beams}"] = {
-                    "text": answer.text, "tokens": answer.tokens,
-                    "avg_logprob": answer.avg_logprob, "budget_hit": answer.budget_hit,
-                    "seconds": statistics.median(times), "speech": answer.speech_seconds,
-                }  # fmt: skip
+                    "text": answer.text,
+                    "tokens": answer.tokens,
+                    "avg_logprob": answer.avg_logprob,
+                    "budget_hit": answer.budget_hit,
+                    "seconds": statistics.median(times),
+                    "speech": answer.speech_seconds,
+                }
         rows[clip["file"]] = {
-            "language": clip["language"], "text": clip["text"], "seconds": clip["seconds"],
+            "language": clip["language"],
+            "text": clip["text"],
+            "seconds": clip["seconds"],
             "decodes": decodes,
-        }  # fmt: skip
+        }
     return {"model": model, "threads": threads, "repeats": repeats, "clips": rows}
 
 
 def _transcript(decode: dict[str, Any]) -> Transcript:
     return Transcript(
-        text=decode["text"], language=None, language_probability=1.0, seconds=0.0,
-        tokens=decode["tokens"], budget_hit=decode["budget_hit"],
+        text=decode["text"],
+        language=None,
+        language_probability=1.0,
+        seconds=0.0,
+        tokens=decode["tokens"],
+        budget_hit=decode["budget_hit"],
         avg_logprob=decode["avg_logprob"],
-    )  # fmt: skip
+    )
 
 
 def simulate(options: DecodeOptions, row: dict[str, Any]) -> tuple[str, float, int, str]:
@@ -153,10 +162,13 @@ def judge(data: dict[str, Any], options: DecodeOptions) -> dict[str, Any]:
     return {
         "wer": {n: errors[n] / total[n] for n in sorted(total)},
         "wer_all": sum(errors.values()) / sum(total.values()),
-        "errors": dict(errors), "words": dict(total),
-        "again": again, "seconds": seconds, "texts": texts,
+        "errors": dict(errors),
+        "words": dict(total),
+        "again": again,
+        "seconds": seconds,
+        "texts": texts,
         "seconds_by_language": dict(by_language),
-    }  # fmt: skip
+    }
 
 
 def policies() -> dict[str, DecodeOptions]:
@@ -226,15 +238,21 @@ def decode_table(data: dict[str, Any]) -> list[str]:
                 if not held:
                     continue
                 said = [words(r["text"]) for r in held]
-                e1 = sum(edit_distance(s, words(r["decodes"][key1]["text"]))
-                         for s, r in zip(said, held, strict=True))  # fmt: skip
-                e5 = sum(edit_distance(s, words(r["decodes"][key5]["text"]))
-                         for s, r in zip(said, held, strict=True))  # fmt: skip
+                e1 = sum(
+                    edit_distance(s, words(r["decodes"][key1]["text"]))
+                    for s, r in zip(said, held, strict=True)
+                )
+                e5 = sum(
+                    edit_distance(s, words(r["decodes"][key5]["text"]))
+                    for s, r in zip(said, held, strict=True)
+                )
                 n = sum(len(s) for s in said)
                 t1 = statistics.median(r["decodes"][key1]["seconds"] for r in held)
                 t5 = statistics.median(r["decodes"][key5]["seconds"] for r in held)
-                lines.append(f"| {language} | {name}: {len(held)} | {window:g} s | {e1}/{n} | "
-                             f"{e5}/{n} | {t1:.3f} | {t5:.3f} |")  # fmt: skip
+                lines.append(
+                    f"| {language} | {name}: {len(held)} | {window:g} s | {e1}/{n} | "
+                    f"{e5}/{n} | {t1:.3f} | {t5:.3f} |"
+                )
     return lines
 
 
@@ -243,14 +261,18 @@ def policy_table(data: dict[str, Any], chosen: dict[str, DecodeOptions]) -> list
     languages = sorted({row["language"] for row in data["clips"].values()})
     head = " | ".join(f"WER {n}" for n in languages)
     secs = " | ".join(f"s {n}" for n in languages)
-    lines = [f"| policy | {head} | WER all | decoded again | {secs} | seconds, all clips |",
-             "|---|" + "---|" * (2 * len(languages) + 3)]  # fmt: skip
+    lines = [
+        f"| policy | {head} | WER all | decoded again | {secs} | seconds, all clips |",
+        "|---|" + "---|" * (2 * len(languages) + 3),
+    ]
     for name, options in chosen.items():
         result = judge(data, options)
         cells = " | ".join(f"{result['wer'][n]:.3f}" for n in languages)
         spent = " | ".join(f"{result['seconds_by_language'][n]:.1f}" for n in languages)
-        lines.append(f"| {name} | {cells} | {result['wer_all']:.3f} | {result['again']} | "
-                     f"{spent} | {result['seconds']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {cells} | {result['wer_all']:.3f} | {result['again']} | "
+            f"{spent} | {result['seconds']:.2f} |"
+        )
     return lines
 
 
@@ -268,8 +290,10 @@ def main() -> None:
         data = measure(args.model, args.threads, args.repeats)
         if args.json:
             args.json.write_text(json.dumps(data, ensure_ascii=False, indent=1), "utf-8")
-    print(f"model {data['model']}, {data['threads']} thread(s), {len(data['clips'])} clips, "
-          f"median of {data['repeats']}")  # fmt: skip
+    print(
+        f"model {data['model']}, {data['threads']} thread(s), {len(data['clips'])} clips, "
+        f"median of {data['repeats']}"
+    )
     print("\n".join(decode_table(data)))
     print()
     print("\n".join(policy_table(data, policies())))

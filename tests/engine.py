@@ -73,9 +73,13 @@ def start_engine(home: Path, *args: str, log_name: str = "serve.log") -> Engine:
 
 
 async def call_http(
-    engine: Engine, skill: str, body: Any, token: str | None = TOKEN, raw: bytes | None = None,
+    engine: Engine,
+    skill: str,
+    body: Any,
+    token: str | None = TOKEN,
+    raw: bytes | None = None,
     headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, Any]]:  # fmt: skip
+) -> tuple[int, dict[str, Any]]:
     """POST one call; ``(status, JSON body)``."""
     all_headers = {"Authorization": f"Bearer {token}"} if token else {}
     all_headers.update(headers or {})

@@ -106,12 +106,21 @@ def ollama_app(recorded: Recorded) -> web.Application:
 
     async def tags(request: web.Request) -> web.Response:
         models = [
-            {"name": name, "model": name, "modified_at": "2026-11-01T10:00:00.000000000Z",
-             "size": 1_234_567, "digest": f"{abs(hash(name)):064x}"[:64],
-             "details": {"format": "gguf", "family": "echo", "parameter_size": "135M",
-                         "quantization_level": "Q4_1"}}
+            {
+                "name": name,
+                "model": name,
+                "modified_at": "2026-11-01T10:00:00.000000000Z",
+                "size": 1_234_567,
+                "digest": f"{abs(hash(name)):064x}"[:64],
+                "details": {
+                    "format": "gguf",
+                    "family": "echo",
+                    "parameter_size": "135M",
+                    "quantization_level": "Q4_1",
+                },
+            }
             for name in OLLAMA_MODELS
-        ]  # fmt: skip
+        ]
         return web.json_response({"models": models})
 
     async def chat(request: web.Request) -> web.StreamResponse:
@@ -127,11 +136,19 @@ def ollama_app(recorded: Recorded) -> web.Application:
         if directives.get("fail") == "http500":
             return web.json_response({"error": "llama runner process has terminated"}, 500)
         prompt = _prompt_tokens(body["messages"])
-        last = {"model": model, "created_at": _now_iso(),
-                "message": {"role": "assistant", "content": ""}, "done": True,
-                "done_reason": reason, "total_duration": 5_000_000, "load_duration": 1_000_000,
-                "prompt_eval_count": prompt, "prompt_eval_duration": 1_000_000,
-                "eval_count": len(tokens), "eval_duration": 3_000_000}  # fmt: skip
+        last = {
+            "model": model,
+            "created_at": _now_iso(),
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": reason,
+            "total_duration": 5_000_000,
+            "load_duration": 1_000_000,
+            "prompt_eval_count": prompt,
+            "prompt_eval_duration": 1_000_000,
+            "eval_count": len(tokens),
+            "eval_duration": 3_000_000,
+        }
         with _Tracked(recorded):
             if body.get("stream", True) is False:  # Ollama streams unless told not to
                 for _ in tokens:
@@ -199,17 +216,35 @@ def openrouter_app(recorded: Recorded) -> web.Application:
 
     async def models(request: web.Request) -> web.Response:
         data = [
-            {"id": model, "canonical_slug": model, "name": model.split("/")[1].title(),
-             "created": 1_760_000_000, "context_length": 8192,
-             "architecture": {"modality": "text->text", "input_modalities": ["text"],
-                              "output_modalities": ["text"], "tokenizer": "Other"},
-             "pricing": {"prompt": prompt, "completion": completion, "request": "0",
-                         "image": "0", "web_search": "0", "internal_reasoning": "0"},
-             "top_provider": {"context_length": 8192, "max_completion_tokens": 4096,
-                              "is_moderated": False},
-             "supported_parameters": ["max_tokens", "temperature", "stream"]}
+            {
+                "id": model,
+                "canonical_slug": model,
+                "name": model.split("/")[1].title(),
+                "created": 1_760_000_000,
+                "context_length": 8192,
+                "architecture": {
+                    "modality": "text->text",
+                    "input_modalities": ["text"],
+                    "output_modalities": ["text"],
+                    "tokenizer": "Other",
+                },
+                "pricing": {
+                    "prompt": prompt,
+                    "completion": completion,
+                    "request": "0",
+                    "image": "0",
+                    "web_search": "0",
+                    "internal_reasoning": "0",
+                },
+                "top_provider": {
+                    "context_length": 8192,
+                    "max_completion_tokens": 4096,
+                    "is_moderated": False,
+                },
+                "supported_parameters": ["max_tokens", "temperature", "stream"],
+            }
             for model, (prompt, completion) in OPENROUTER_MODELS.items()
-        ]  # fmt: skip
+        ]
         return web.json_response({"data": data})
 
     async def chat(request: web.Request) -> web.StreamResponse:
@@ -225,43 +260,78 @@ def openrouter_app(recorded: Recorded) -> web.Application:
         prompt_price, completion_price = map(Decimal, OPENROUTER_MODELS[model])
         prompt = _prompt_tokens(body["messages"])
         cost = prompt * prompt_price + len(tokens) * completion_price
-        usage = {"prompt_tokens": prompt, "completion_tokens": len(tokens),
-                 "total_tokens": prompt + len(tokens), "cost": float(cost), "is_byok": False,
-                 "prompt_tokens_details": {"cached_tokens": 0},
-                 "cost_details": {"upstream_inference_cost": None},
-                 "completion_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(tokens),
+            "total_tokens": prompt + len(tokens),
+            "cost": float(cost),
+            "is_byok": False,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "cost_details": {"upstream_inference_cost": None},
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        }
         answered_as = "fake/echo-2" if model == "fake/shifty" else model
         generation = f"gen-{int(time.time())}-fake"
         with _Tracked(recorded):
             if not body.get("stream"):
                 for _ in tokens:
                     await _pause(directives)
-                return web.json_response({
-                    "id": generation, "provider": "Fake", "model": answered_as,
-                    "object": "chat.completion", "created": int(time.time()),
-                    "choices": [{"logprobs": None, "finish_reason": reason,
-                                 "native_finish_reason": reason, "index": 0,
-                                 "message": {"role": "assistant", "content": "".join(tokens),
-                                             "refusal": None, "reasoning": None}}],
-                    "usage": usage,
-                })  # fmt: skip
+                return web.json_response(
+                    {
+                        "id": generation,
+                        "provider": "Fake",
+                        "model": answered_as,
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "choices": [
+                            {
+                                "logprobs": None,
+                                "finish_reason": reason,
+                                "native_finish_reason": reason,
+                                "index": 0,
+                                "message": {
+                                    "role": "assistant",
+                                    "content": "".join(tokens),
+                                    "refusal": None,
+                                    "reasoning": None,
+                                },
+                            }
+                        ],
+                        "usage": usage,
+                    }
+                )
             response = await open_events(
                 request, {"Cache-Control": "no-cache", "X-Generation-Id": generation}
             )
             await response.write(b": OPENROUTER PROCESSING\n\n")
 
             def chunk(delta: dict[str, Any], finish: str | None, **extra: Any) -> dict[str, Any]:
-                return {"id": generation, "provider": "Fake", "model": answered_as,
-                        "object": "chat.completion.chunk", "created": int(time.time()),
-                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
-                                     "native_finish_reason": finish, "logprobs": None}],
-                        **extra}  # fmt: skip
+                return {
+                    "id": generation,
+                    "provider": "Fake",
+                    "model": answered_as,
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": delta,
+                            "finish_reason": finish,
+                            "native_finish_reason": finish,
+                            "logprobs": None,
+                        }
+                    ],
+                    **extra,
+                }
 
             for index, token in enumerate(tokens):
                 await _pause(directives)
                 if index == 3 and _fails_midway(directives):
-                    failed = chunk({"content": ""}, "error", error={
-                        "code": "server_error", "message": "Provider disconnected"})  # fmt: skip
+                    failed = chunk(
+                        {"content": ""},
+                        "error",
+                        error={"code": "server_error", "message": "Provider disconnected"},
+                    )
                     error = f"data: {json.dumps(failed)}\n\n".encode()
                     garbage = b"data: {not json\n\n"
                     return await _fail_midway(request, response, directives, error, garbage)
@@ -269,11 +339,18 @@ def openrouter_app(recorded: Recorded) -> web.Application:
                     await response.write(b": OPENROUTER PROCESSING\n\n")
                 await send_event(response, chunk({"role": "assistant", "content": token}, None))
             await send_event(response, chunk({"role": "assistant", "content": ""}, reason))
-            await send_event(response, {
-                "id": generation, "provider": "Fake", "model": answered_as,
-                "object": "chat.completion.chunk", "created": int(time.time()),
-                "choices": [], "usage": usage,
-            })  # fmt: skip
+            await send_event(
+                response,
+                {
+                    "id": generation,
+                    "provider": "Fake",
+                    "model": answered_as,
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "choices": [],
+                    "usage": usage,
+                },
+            )
             return await end_events(response)
 
     app = web.Application()

@@ -55,11 +55,30 @@ def start_llama(log: Path, alias: str = MODEL_ALIAS) -> LlamaServer:
     models for the consent's grouping)."""
     port = free_port()
     process = spawn(  # it ends with the tests, however they end
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
-         "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
-         "--n_threads", "1", "--n_ctx", "2048", "--seed", "7", "--verbose", "False"],
-        stdout=subprocess.DEVNULL, stderr=log.open("wb"),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf_path()),
+            "--model_alias",
+            alias,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            "1",
+            "--n_ctx",
+            "2048",
+            "--seed",
+            "7",
+            "--verbose",
+            "False",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
     server = LlamaServer(process, port, log)
     limit = time.monotonic() + 300
     while time.monotonic() < limit:  # a readiness wait, not a measurement

@@ -90,7 +90,11 @@ def faster_whisper_texts_as_a_worker(
         "for name, language in items]))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], input=json.dumps([items, str(model_dir), threads]),
-        capture_output=True, text=True, env={**os.environ, **WORKER_ENVIRONMENT}, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", script],
+        input=json.dumps([items, str(model_dir), threads]),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **WORKER_ENVIRONMENT},
+        check=True,
+    )
     return list(json.loads(done.stdout.strip().splitlines()[-1]))

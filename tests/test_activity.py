@@ -115,8 +115,12 @@ def test_read_filters_by_origin_and_limits(log: ActivityLog) -> None:
     assert [entry["number"] for entry in log.read()] == list(range(10))
     assert [entry["number"] for entry in log.read(origin=GAME)] == [1, 3, 5, 7, 9]
     assert [entry["number"] for entry in log.read(origin="HTTPS://Game.example.org:443")] == [
-        1, 3, 5, 7, 9
-    ]  # fmt: skip
+        1,
+        3,
+        5,
+        7,
+        9,
+    ]
     assert [entry["number"] for entry in log.read(origin=OTHER, limit=2)] == [6, 8]
     assert [entry["number"] for entry in log.read(limit=3)] == [7, 8, 9]
     assert log.read(limit=0) == []
@@ -163,10 +167,12 @@ def test_retention_removes_entries_past_the_count_and_the_age(log: ActivityLog) 
     log.database.flush()
     assert kept.prune().result() == 13 - 5
     assert [entry["number"] for entry in kept.read()] == [8, 9, 10, 11, 99]
-    log.database.write(lambda db: db.execute(
-        "UPDATE activity SET time_ms = time_ms - 2 * 86400000 "
-        "WHERE json_extract(entry, '$.number') = 8"
-    ))  # fmt: skip
+    log.database.write(
+        lambda db: db.execute(
+            "UPDATE activity SET time_ms = time_ms - 2 * 86400000 "
+            "WHERE json_extract(entry, '$.number') = 8"
+        )
+    )
     assert kept.prune().result() == 1
     assert [entry["number"] for entry in kept.read()] == [9, 10, 11, 99]
 
@@ -272,17 +278,29 @@ def test_command_prints_json_lines(home: Path, capsys: pytest.CaptureFixture[str
 def test_command_prints_plain_lines(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ActivityLog().record(call(1)).result()
     ActivityLog().record(
-        {"kind": "call", "origin": GAME, "skill": "text.generate", "decision": "blocked",
-         "codes": ["text-too-long"], "outcome": "text-too-long", "textChars": 9000}
-    ).result()  # fmt: skip
+        {
+            "kind": "call",
+            "origin": GAME,
+            "skill": "text.generate",
+            "decision": "blocked",
+            "codes": ["text-too-long"],
+            "outcome": "text-too-long",
+            "textChars": 9000,
+        }
+    ).result()
     assert activity() == 0
     first, second = (line.split("\t") for line in capsys.readouterr().out.splitlines())
-    assert first[1:] == [
-        "call", GAME, "audio.transcribe", "allowed", "ok", "3.5 s", "640 ms", "-"
-    ]  # fmt: skip
+    assert first[1:] == ["call", GAME, "audio.transcribe", "allowed", "ok", "3.5 s", "640 ms", "-"]
     assert second[1:] == [
-        "call", GAME, "text.generate", "blocked", "text-too-long", "9000 chars", "-", "-"
-    ]  # fmt: skip
+        "call",
+        GAME,
+        "text.generate",
+        "blocked",
+        "text-too-long",
+        "9000 chars",
+        "-",
+        "-",
+    ]
 
 
 def test_command_prints_a_table_on_a_terminal(

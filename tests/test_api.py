@@ -21,8 +21,9 @@ SPEECH = Path(__file__).parent / "data" / "speech"
 #: What runs the engine's encoder here by default (``auto`` on this CPU).
 ENCODER = choose_encoder("auto", compute_type="int8").label
 JFK = base64.b64encode((SPEECH / "jfk.wav").read_bytes()).decode()
-STEREO = riff(chunk(b"fmt ", fmt_body(channels=2, block_align=4, byte_rate=64000)),
-              chunk(b"data", pcm(400)))  # fmt: skip
+STEREO = riff(
+    chunk(b"fmt ", fmt_body(channels=2, block_align=4, byte_rate=64000)), chunk(b"data", pcm(400))
+)
 SIXTEEN_SECONDS = wav_from_int16(__import__("numpy").zeros(16000 * 16, "int16"))
 
 
@@ -63,10 +64,18 @@ BAD_CALLS = [
     ("image.generate", {"input": {}}, "unknown-skill", 404),
     ("text.generate", {"input": {"messages": []}}, "bad-messages", 400),
     ("text.generate", {"input": {"messages": [{"role": "user"}]}}, "bad-messages", 400),
-    ("text.generate", {"input": {"messages": [{"role": "tool", "content": "x"}]}},
-     "unknown-role", 400),
-    ("text.generate", {"input": {"messages": [{"role": "user", "content": "x" * 100_001}]}},
-     "text-too-long", 400),
+    (
+        "text.generate",
+        {"input": {"messages": [{"role": "tool", "content": "x"}]}},
+        "unknown-role",
+        400,
+    ),
+    (
+        "text.generate",
+        {"input": {"messages": [{"role": "user", "content": "x" * 100_001}]}},
+        "text-too-long",
+        400,
+    ),
     ("text.generate", {"input": HI, "params": {"maxTokens": 8193}}, "max-tokens-over-limit", 400),
     ("text.generate", {"input": HI, "params": {"maxTokens": 0}}, "bad-params", 400),
     ("text.generate", {"input": HI, "params": {"choices": 5}}, "bad-params", 400),
@@ -75,11 +84,14 @@ BAD_CALLS = [
     ("text.generate", {"input": HI, "params": {"model": 7}}, "bad-params", 400),
     ("text.generate", {"input": HI}, "model-required", 400),
     ("text.generate", {"input": HI, "params": {"model": "nowhere/x"}}, "unknown-source", 400),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("skill", "body", "code", "status"), BAD_CALLS,
-                         ids=[f"{c}-{i}" for i, (_, _, c, _) in enumerate(BAD_CALLS)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("skill", "body", "code", "status"),
+    BAD_CALLS,
+    ids=[f"{c}-{i}" for i, (_, _, c, _) in enumerate(BAD_CALLS)],
+)
 def test_bad_calls_over_http(
     engine: Engine, skill: str, body: dict[str, object], code: str, status: int
 ) -> None:
@@ -101,8 +113,13 @@ def test_bad_calls_over_one_websocket(engine: Engine) -> None:
 
 
 def test_bad_frames_get_their_codes_and_the_connection_goes_on(engine: Engine) -> None:
-    good = {"type": "call", "id": "last", "skill": "audio.transcribe", "input": audio(JFK),
-            "params": {"language": "en"}}  # fmt: skip
+    good = {
+        "type": "call",
+        "id": "last",
+        "skill": "audio.transcribe",
+        "input": audio(JFK),
+        "params": {"language": "en"},
+    }
     frames = [
         "this is not JSON",
         "[1, 2, 3]",
@@ -153,15 +170,23 @@ def test_http_request_level_refusals(engine: Engine) -> None:
 def test_health_ready_and_metrics(engine: Engine) -> None:
     status, health = engine.get("/health", token=None)
     assert status == 200
-    assert json.loads(health) == {"ok": True, "status": "ok",
-                                  "store": {"ok": True, "pendingChanges": 0},
-                                  "encoder": ENCODER}  # fmt: skip
+    assert json.loads(health) == {
+        "ok": True,
+        "status": "ok",
+        "store": {"ok": True, "pendingChanges": 0},
+        "encoder": ENCODER,
+    }
     assert len(engine.workers()) == 2
     assert engine.get("/metrics", token=None)[0] == 401
     status, text = engine.get("/metrics")
     assert status == 200
-    for name in ("byoa_calls_total", "byoa_call_seconds_bucket", "byoa_audio_seconds_total",
-                 "byoa_queue_depth", "byoa_worker_restarts_total"):  # fmt: skip
+    for name in (
+        "byoa_calls_total",
+        "byoa_call_seconds_bucket",
+        "byoa_audio_seconds_total",
+        "byoa_queue_depth",
+        "byoa_worker_restarts_total",
+    ):
         assert name in text
     assert engine.metric("byoa_warm_workers") == 2
     layout = next(line for line in text.splitlines() if line.startswith("byoa_pool_layout_info"))

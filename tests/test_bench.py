@@ -142,8 +142,18 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     by_name_only = ("longmemory", "tune", "encoder", "judge")
     assert list(scenarios) == default_names() == [n for n in names() if n not in by_name_only]
     assert {e["status"] for e in scenarios.values()} <= {"ok", "skipped"}
-    for name in ("wav", "direct", "cold", "engine", "memory", "idle", "link", "text", "batch",
-                 "store"):  # fmt: skip
+    for name in (
+        "wav",
+        "direct",
+        "cold",
+        "engine",
+        "memory",
+        "idle",
+        "link",
+        "text",
+        "batch",
+        "store",
+    ):
         assert scenarios[name]["status"] == "ok", scenarios[name]
     if results["machine"]["gpu"]["cuda_devices"] == 0:
         assert scenarios["gpu"]["status"] == "skipped" and "GPU" in scenarios["gpu"]["reason"]

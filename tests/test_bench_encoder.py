@@ -12,8 +12,10 @@ from byoa_skills.bench.scenarios import BY_NAME_ONLY, default_names
 def entry(bf16: bool) -> dict[str, Any]:
     backends = ["ctranslate2-int8", "ctranslate2-float32", "openvino-f32"]
     p50 = {"ctranslate2-int8": 0.6, "ctranslate2-float32": 0.9, "openvino-f32": 0.75}
-    stats = {b: {"min": p50[b], "p50": p50[b], "p95": p50[b], "p99": p50[b], "max": p50[b]}
-             for b in backends}  # fmt: skip
+    stats = {
+        b: {"min": p50[b], "p50": p50[b], "p95": p50[b], "p99": p50[b], "max": p50[b]}
+        for b in backends
+    }
     return {
         "status": "ok",
         "backends": backends,
@@ -41,8 +43,10 @@ def entry(bf16: bool) -> dict[str, Any]:
 def test_the_report_has_a_row_per_backend_and_window_and_says_what_was_not_measured() -> None:
     lines = report._scenario_lines("encoder", entry(bf16=False))
     rows = [line for line in lines if line.startswith("| openvino-f32 ")]
-    assert rows == ["| openvino-f32 | 5 | 750 | 1.25 | 750 | 1.25 | 0.99000 |",
-                    "| openvino-f32 | 30 | 750 | 1.25 | 750 | 1.25 | 1.00000 |"]  # fmt: skip
+    assert rows == [
+        "| openvino-f32 | 5 | 750 | 1.25 | 750 | 1.25 | 0.99000 |",
+        "| openvino-f32 | 30 | 750 | 1.25 | 750 | 1.25 | 1.00000 |",
+    ]
     said = lines[-1]
     assert "openvino-f32 7 edits on 180 words" in said
     assert "ctranslate2-float32 9 edits on 180 words" in said

@@ -21,13 +21,29 @@ GONE_SECONDS = 10
 
 def bench(out: Path, home: Path) -> subprocess.Popen[bytes]:
     """``byoa-bench --quick --model tiny.en engine``, its output in ``out``."""
-    command = [sys.executable, "-m", "byoa_skills.bench.cli", "--quick", "--model", "tiny.en",
-               "--calls", "2", "--repeats", "1", "--sweep", "1", "--no-plots",
-               "--out", str(out), "engine"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "byoa_skills.bench.cli",
+        "--quick",
+        "--model",
+        "tiny.en",
+        "--calls",
+        "2",
+        "--repeats",
+        "1",
+        "--sweep",
+        "1",
+        "--no-plots",
+        "--out",
+        str(out),
+        "engine",
+    ]
     env = {**os.environ, "BYOA_SKILLS_HOME": str(home)}
     with (out / "bench.log").open("wb") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
 
 
 def wait_for_serve(process: subprocess.Popen[bytes], seconds: float = 600) -> set[Proc]:

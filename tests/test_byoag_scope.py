@@ -54,9 +54,11 @@ def calls_in(folder: Path, ollama: RunningServer, scope: tuple[str, ...]) -> Reg
         ),
         PairwiseKeys.new(),
     )
-    path = sources_file(folder / "sources.json",
-                        {"name": "ollama", "kind": "ollama", "url": ollama.url},
-                        default="ollama/echo")  # fmt: skip
+    path = sources_file(
+        folder / "sources.json",
+        {"name": "ollama", "kind": "ollama", "url": ollama.url},
+        default="ollama/echo",
+    )
     engine = SkillEngine(None, text=TextRuntime(SourceStore(path)))
     database = WalletDatabase(folder / "wallet.sqlite3")
     shim = WalletShim(engine, SiteStore(database), ActivityLog(database))
@@ -125,9 +127,11 @@ def test_the_local_api_takes_a_platforms_calls_by_its_registration(
             async with aiohttp.ClientSession(
                 headers={"Authorization": f"Bearer {TOKEN}"}
             ) as session:
-                for skill, platform in (("text.generate", "platform.example"),
-                                        ("audio.transcribe", "platform.example"),
-                                        ("text.generate", "other.example")):  # fmt: skip
+                for skill, platform in (
+                    ("text.generate", "platform.example"),
+                    ("audio.transcribe", "platform.example"),
+                    ("text.generate", "other.example"),
+                ):
                     body = {"registration": platform, "input": MESSAGES}
                     async with session.post(f"{url}/{skill}", json=body) as response:
                         answers.append((response.status, await response.json()))

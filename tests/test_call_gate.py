@@ -55,8 +55,13 @@ class Echo(Skill):
         if not isinstance(text, str):
             return CallResult.refused("bad-input", "input.text must be a string")
         self.events.append("prepare")
-        return PreparedCall(self.name, params, deadline, measured={"textChars": len(text)},
-                            messages=[{"role": "user", "content": text}])  # fmt: skip
+        return PreparedCall(
+            self.name,
+            params,
+            deadline,
+            measured={"textChars": len(text)},
+            messages=[{"role": "user", "content": text}],
+        )
 
     def under_grant(self, call: PreparedCall, terms: GrantTerms) -> PreparedCall:
         self.events.append(("under_grant", terms.max_answer_tokens))
@@ -138,9 +143,13 @@ def test_the_calls_own_shorter_deadline_is_kept(events: list[Any]) -> None:
 def test_a_call_the_gate_refuses_never_runs_and_keeps_its_measurements(
     events: list[Any],
 ) -> None:
-    refusal = CallResult(ok=False, code="budget-exceeded", message="over", decision="blocked",
-                         reasons=[{"code": "budget-exceeded", "decision": "blocked",
-                                   "message": "over"}])  # fmt: skip
+    refusal = CallResult(
+        ok=False,
+        code="budget-exceeded",
+        message="over",
+        decision="blocked",
+        reasons=[{"code": "budget-exceeded", "decision": "blocked", "message": "over"}],
+    )
     engine = SkillEngine(None)
     result = asyncio.run(
         engine.call("test.echo", {"text": "hello"}, gate=Gate(events, TERMS, refusal))
@@ -213,11 +222,13 @@ def test_a_third_skill_is_warm_before_its_grant_is_answered(
     shim = WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database))
     manifest = copy.deepcopy(GEO_MANIFEST)
     manifest["skills"]["test.listen"] = {"required": False}
-    summary = asyncio.run(shim.grant_when_warm(
-        "https://geo.example.org", manifest, grant(skills=["test.listen"])))  # fmt: skip
+    summary = asyncio.run(
+        shim.grant_when_warm("https://geo.example.org", manifest, grant(skills=["test.listen"]))
+    )
     assert summary["skills"] == ["test.listen"] and listened == ["warm_up"]
-    asyncio.run(shim.grant_when_warm(
-        "https://geo.example.org", manifest, grant(skills=["text.generate"])))  # fmt: skip
+    asyncio.run(
+        shim.grant_when_warm("https://geo.example.org", manifest, grant(skills=["text.generate"]))
+    )
     assert listened == ["warm_up"], "warmed for a grant without it"
 
 

@@ -16,17 +16,26 @@ def byoa_skills(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BYOA_SKILLS_HOME": str(home)}
     return subprocess.run(
         [sys.executable, "-m", "byoa_skills", *args],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_transcribe_prints_each_text(engine_home: Path, tmp_path: Path) -> None:
     stereo = tmp_path / "stereo.wav"
     stereo.write_bytes(b"RIFF" + (4).to_bytes(4, "little") + b"WAVE")
     done = byoa_skills(
-        engine_home, "transcribe", "--json", "--model", "tiny.en",
-        str(SPEECH / "jfk.wav"), str(stereo), str(SPEECH / "silence-1s.wav"),
-    )  # fmt: skip
+        engine_home,
+        "transcribe",
+        "--json",
+        "--model",
+        "tiny.en",
+        str(SPEECH / "jfk.wav"),
+        str(stereo),
+        str(SPEECH / "silence-1s.wav"),
+    )
     assert done.returncode == 1, done.stderr
     jfk, broken, silence = (json.loads(line) for line in done.stdout.splitlines())
     said = "And so my fellow Americans, ask not what your country can do for you"
@@ -36,15 +45,15 @@ def test_transcribe_prints_each_text(engine_home: Path, tmp_path: Path) -> None:
 
 
 def test_transcribe_russian_with_base(engine_home: Path) -> None:
-    done = byoa_skills(engine_home, "transcribe", "--language", "ru",
-                       str(SPEECH / "ru-thanks.wav"))  # fmt: skip
+    done = byoa_skills(engine_home, "transcribe", "--language", "ru", str(SPEECH / "ru-thanks.wav"))
     assert done.returncode == 0, done.stderr
     assert "спасибо" in done.stdout.lower()
 
 
 def test_transcribe_refuses_a_language_the_model_cannot_do(engine_home: Path) -> None:
-    done = byoa_skills(engine_home, "transcribe", "--model", "tiny.en", "--language", "ru",
-                       str(SPEECH / "jfk.wav"))  # fmt: skip
+    done = byoa_skills(
+        engine_home, "transcribe", "--model", "tiny.en", "--language", "ru", str(SPEECH / "jfk.wav")
+    )
     assert done.returncode == 2
     assert "unsupported-language" in done.stderr
 
@@ -52,11 +61,22 @@ def test_transcribe_refuses_a_language_the_model_cannot_do(engine_home: Path) ->
 def test_a_missing_model_says_how_to_get_it(tmp_path: Path) -> None:
     env_home = tmp_path / "empty-home"
     done = subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "transcribe", "--model", "base",
-         "--model-dir", str(tmp_path / "nowhere"), str(SPEECH / "jfk.wav")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "transcribe",
+            "--model",
+            "base",
+            "--model-dir",
+            str(tmp_path / "nowhere"),
+            str(SPEECH / "jfk.wav"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "BYOA_SKILLS_HOME": str(env_home)},
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     assert "model-missing" in done.stderr
 
@@ -69,8 +89,12 @@ def test_models_list_shows_the_catalog(engine_home: Path) -> None:
 
 
 def test_serve_help_explains_readiness_and_draining() -> None:
-    done = subprocess.run([sys.executable, "-m", "byoa_skills", "serve", "--help"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "byoa_skills", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     text = " ".join(done.stdout.split())
     assert done.returncode == 0
     assert "GET /ready answers 200 once every worker is warm" in text
@@ -89,8 +113,9 @@ def test_device_auto_falls_back_to_the_cpu_without_a_gpu() -> None:
 
 def test_transcribe_refuses_max_minutes_that_are_not_finite(engine_home: Path) -> None:
     for value in ("inf", "1e400", "nan", "0"):
-        done = byoa_skills(engine_home, "transcribe", "--max-minutes", value,
-                           str(SPEECH / "jfk.wav"))  # fmt: skip
+        done = byoa_skills(
+            engine_home, "transcribe", "--max-minutes", value, str(SPEECH / "jfk.wav")
+        )
         assert done.returncode == 2, (value, done.stderr)
         assert "--max-minutes" in done.stderr and "Traceback" not in done.stderr
 
@@ -108,12 +133,30 @@ def test_transcribe_takes_a_silent_hour_without_holding_it(
     engine_home: Path, tmp_path: Path
 ) -> None:
     flac = tmp_path / "silent.flac"
-    subprocess.run(["sox", "-D", "-n", "-r", "16000", "-c", "1", "-b", "16", str(flac),
-                    "trim", "0", "3540"], check=True)  # fmt: skip
-    command = [sys.executable, "-c", PEAK_OF, sys.executable, "-m", "byoa_skills",
-               "transcribe", "--json", "--model", "tiny.en", str(flac)]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "BYOA_SKILLS_HOME": str(engine_home)})  # fmt: skip
+    subprocess.run(
+        ["sox", "-D", "-n", "-r", "16000", "-c", "1", "-b", "16", str(flac), "trim", "0", "3540"],
+        check=True,
+    )
+    command = [
+        sys.executable,
+        "-c",
+        PEAK_OF,
+        sys.executable,
+        "-m",
+        "byoa_skills",
+        "transcribe",
+        "--json",
+        "--model",
+        "tiny.en",
+        str(flac),
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "BYOA_SKILLS_HOME": str(engine_home)},
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["ok"], report["text"], report["seconds"]) == (True, "", 3540.0)
@@ -131,9 +174,11 @@ def test_ctrl_c_stops_transcribe_with_one_line_and_status_130(
     os.mkfifo(fifo)
     running = subprocess.Popen(
         [sys.executable, "-m", "byoa_skills", "transcribe", "--model", "tiny.en", str(fifo)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "BYOA_SKILLS_HOME": str(engine_home)},
-    )  # fmt: skip
+    )
     try:
         with fifo.open("wb") as pipe:
             pipe.write(long.read_bytes())

@@ -22,9 +22,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
     made = {
         "good": wav(16000),
         "long": wav(16000 * 16),
-        "stereo": riff(chunk(b"fmt ", fmt_body(channels=2, block_align=4, byte_rate=64000)),
-                       chunk(b"data", pcm(100))),
-    }  # fmt: skip
+        "stereo": riff(
+            chunk(b"fmt ", fmt_body(channels=2, block_align=4, byte_rate=64000)),
+            chunk(b"data", pcm(100)),
+        ),
+    }
     paths = {}
     for name, data in made.items():
         paths[name] = tmp_path / f"{name}.wav"
@@ -53,9 +55,13 @@ def test_json_output(files: dict[str, Path]) -> None:
     assert [set(r) for r in reports] == [{"file", "ok", "code", "message", "frames", "seconds"}] * 3
     good, long, stereo = reports
     assert good == {
-        "file": str(files["good"]), "ok": True, "code": None, "message": None,
-        "frames": 16000, "seconds": 1.0,
-    }  # fmt: skip
+        "file": str(files["good"]),
+        "ok": True,
+        "code": None,
+        "message": None,
+        "frames": 16000,
+        "seconds": 1.0,
+    }
     assert (long["ok"], long["code"], long["frames"]) == (False, "too-long", None)
     assert (stereo["ok"], stereo["code"]) == (False, "not-mono")
 

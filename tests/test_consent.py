@@ -37,8 +37,10 @@ def test_a_site_that_holds_a_grant_sees_only_the_difference() -> None:
     assert view["alreadyAllowed"] == ["audio.transcribe"]
     first = site_view("https://geo.example.org", GEO_MANIFEST)
     assert first["skills"][0] == {
-        "skill": "audio.transcribe", "languages": ["en", "ru", "sk"], "required": True,
-    }  # fmt: skip
+        "skill": "audio.transcribe",
+        "languages": ["en", "ru", "sk"],
+        "required": True,
+    }
     assert first["purpose"] == GEO_MANIFEST["purpose"]["summary"]
     assert first["limits"] == {"maxClipSeconds": 15, "maxCallsPerMinute": 40}
     assert first["cost"] == {"perSession": "0.05 USD"}
@@ -54,8 +56,11 @@ def test_odd_manifest_values_become_plain_text_and_numbers() -> None:
 
 
 def test_a_call_ask_shows_the_gates_reasons() -> None:
-    call = {"skill": "text.generate", "estimatedCost": "0.1 USD",
-            "input": {"clipSeconds": 0, "textChars": 12}}  # fmt: skip
+    call = {
+        "skill": "text.generate",
+        "estimatedCost": "0.1 USD",
+        "input": {"clipSeconds": 0, "textChars": 12},
+    }
     reasons = [
         {"code": "budget-exceeded", "decision": "ask", "message": "over the budget"},
         {"code": "fine", "decision": "allowed", "message": "-"},

@@ -120,8 +120,9 @@ def test_the_difference_shows_only_what_is_more() -> None:
 
 def test_a_manifest_is_checked_on_the_reference_rules_and_the_wallets_own() -> None:
     assert manifest_problems(SPEECH) == []
-    bad = changed(skills={"<script>": {"required": True}},
-                  expectedCost={"perSession": "FREE \u2714 verified"})  # fmt: skip
+    bad = changed(
+        skills={"<script>": {"required": True}}, expectedCost={"perSession": "FREE \u2714 verified"}
+    )
     codes = {problem["code"] for problem in manifest_problems(bad)}
     assert codes and all(isinstance(code, str) for code in codes)
     flood = copy.deepcopy(SPEECH)
@@ -133,8 +134,11 @@ def test_a_manifest_is_checked_on_the_reference_rules_and_the_wallets_own() -> N
 
 
 def made_grant(origin: str = PAGE) -> Any:
-    given = grant(skills=["audio.transcribe"], budget={"perSession": "0.000001 USD"},
-                  expiresAt=in_seconds(3600))  # fmt: skip
+    given = grant(
+        skills=["audio.transcribe"],
+        budget={"perSession": "0.000001 USD"},
+        expiresAt=in_seconds(3600),
+    )
     return build_grant(origin, SPEECH, given, 0)
 
 
@@ -179,8 +183,10 @@ def test_one_site_cannot_fill_the_desk_with_asks_and_another_sites_request_is_sh
 def test_the_desk_shows_a_bounded_number_of_consents() -> None:
     async def main() -> tuple[list[str], int]:
         desk = ConsentDesk(seconds=5)
-        asks = [asyncio.create_task(desk.ask("request", f"https://s{i}.example", {}))
-                for i in range(MAX_CONSENTS_WAITING + 5)]  # fmt: skip
+        asks = [
+            asyncio.create_task(desk.ask("request", f"https://s{i}.example", {}))
+            for i in range(MAX_CONSENTS_WAITING + 5)
+        ]
         await asyncio.sleep(0.1)
         waiting = len(desk.waiting())
         for consent in desk.waiting():
@@ -195,8 +201,13 @@ def test_the_desk_shows_a_bounded_number_of_consents() -> None:
 
 def test_the_gate_refuses_a_call_it_could_not_ask_about_with_the_desks_code() -> None:
     async def main() -> Any:
-        measured = Measured(skill="audio.transcribe", params={}, input={"clipSeconds": 1.0},
-                            provider="local-model", estimate=Decimal("1"))  # fmt: skip
+        measured = Measured(
+            skill="audio.transcribe",
+            params={},
+            input={"clipSeconds": 1.0},
+            provider="local-model",
+            estimate=Decimal("1"),
+        )
         return await admit(made_grant(), measured, 0, lambda grant, call, reasons: ASK_WAITING)
 
     admission = asyncio.run(main())
@@ -226,8 +237,13 @@ def wallet(engine_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     opened = home / "opened.txt"
     browser = "sh -c " + shlex.quote('printf "%s\\n" "$0" >> ' + shlex.quote(str(opened)))
     env = {"BYOA_WALLET_BROWSER": browser, "BYOA_WALLET_CONSENT_SECONDS": "20"}
-    running = Engine.start(home, ["--model", "tiny.en", "--workers", "1", "--idle-release", "0"],
-                           token=TOKEN, log_name="consent-scope.log", env=env)  # fmt: skip
+    running = Engine.start(
+        home,
+        ["--model", "tiny.en", "--workers", "1", "--idle-release", "0"],
+        token=TOKEN,
+        log_name="consent-scope.log",
+        env=env,
+    )
     try:
         running.wait_ready()
         yield running
@@ -259,10 +275,14 @@ class Visitor:
         self, consent: dict[str, Any], decision: str, choices: dict[str, Any] | None = None
     ) -> None:
         url = f"{self.engine.url}/wallet/api/consents/{consent['id']}"
-        body = {"decision": decision} if choices is None else {"decision": decision,
-                                                               "choices": choices}  # fmt: skip
-        async with self.session.post(url, json=body,
-                                     headers={"Origin": self.engine.url}) as response:  # fmt: skip
+        body = (
+            {"decision": decision}
+            if choices is None
+            else {"decision": decision, "choices": choices}
+        )
+        async with self.session.post(
+            url, json=body, headers={"Origin": self.engine.url}
+        ) as response:
             assert response.status == 200, await response.text()
 
 
@@ -273,16 +293,22 @@ async def visitor(engine: Engine) -> AsyncIterator[Visitor]:
         status, body = await api(engine, "POST", "/v1/wallet/tickets")
         assert status == 200, body
         ticket = body["url"].split("#ticket=", 1)[1]
-        async with session.post(f"{engine.url}/wallet/api/session", json={"ticket": ticket},
-                                headers={"Origin": engine.url}) as response:  # fmt: skip
+        async with session.post(
+            f"{engine.url}/wallet/api/session",
+            json={"ticket": ticket},
+            headers={"Origin": engine.url},
+        ) as response:
             assert response.status == 200, await response.text()
         yield Visitor(engine, session)
 
 
 async def page_request(engine: Engine, origin: str, manifest: Any, clicked: bool) -> Any:
-    status, body = await api(engine, "POST", "/v1/extension/request",
-                             {"origin": origin, "manifest": manifest,
-                              "userActivation": clicked})  # fmt: skip
+    status, body = await api(
+        engine,
+        "POST",
+        "/v1/extension/request",
+        {"origin": origin, "manifest": manifest, "userActivation": clicked},
+    )
     assert status == 200, body
     return body["grant"]
 
@@ -371,8 +397,11 @@ def test_a_link_asking_for_more_than_was_allowed_gets_a_consent_of_the_differenc
         runner, _, demo = await start_site(host="localhost")
         try:
             _, link = demo.new_code("127.0.0.1")
-            first = (await api(wallet, "POST", "/v1/links",
-                               {"link": link, "decision": "decide-on-my-own"}))[1]  # fmt: skip
+            first = (
+                await api(
+                    wallet, "POST", "/v1/links", {"link": link, "decision": "decide-on-my-own"}
+                )
+            )[1]
             wider = copy.deepcopy(demo.manifest)
             wider["expectedCost"] = {"perSession": "9 USD"}
             other = build_link(demo.endpoint, encode_manifest(wider), demo.codes.issue())
@@ -398,12 +427,17 @@ def test_links_arriving_together_count_against_the_four_at_once(wallet: Engine) 
     manifest64 = encode_manifest(SPEECH)
 
     async def main() -> list[dict[str, Any]]:
-        links = [build_link(f"ws://localhost:{9000 + i}/byoa", manifest64, "S" * 22 + f"{i:06d}")
-                 for i in range(8)]  # fmt: skip
+        links = [
+            build_link(f"ws://localhost:{9000 + i}/byoa", manifest64, "S" * 22 + f"{i:06d}")
+            for i in range(8)
+        ]
         async with visitor(wallet) as page:
-            taking = [asyncio.create_task(api(wallet, "POST", "/v1/links",
-                                              {"link": link, "decision": "ask"}))
-                      for link in links]  # fmt: skip
+            taking = [
+                asyncio.create_task(
+                    api(wallet, "POST", "/v1/links", {"link": link, "decision": "ask"})
+                )
+                for link in links
+            ]
             await asyncio.sleep(2.0)
             for consent in await page.consents():
                 if consent["kind"] == "link":

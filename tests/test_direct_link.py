@@ -127,13 +127,25 @@ def test_decide_on_my_own_comes_back_after_a_drop(engine: Engine) -> None:
 def test_connect_hands_the_link_to_the_running_engine(engine: Engine) -> None:
     async def body(demo: SiteDemo) -> tuple[int, dict[str, Any], str]:
         session, link = demo.new_code("127.0.0.1")
-        env = {**os.environ, "BYOA_SKILLS_HOME": str(engine.home), "BYOA_SKILLS_TOKEN": TOKEN,
-               "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+        env = {
+            **os.environ,
+            "BYOA_SKILLS_HOME": str(engine.home),
+            "BYOA_SKILLS_TOKEN": TOKEN,
+            "BYOA_WALLET_DEV_LOCAL": "1",
+        }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "byoa_skills", "connect", link, "--allow",
-            "--port", str(engine.port), env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "connect",
+            link,
+            "--allow",
+            "--port",
+            str(engine.port),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         out, err = await process.communicate()
         assert b"asks to use your AI" in err and b"audio.transcribe (en, ru, sk)" in err
         return process.returncode or 0, json.loads(out), demo.wait_state(session)
@@ -236,13 +248,29 @@ def test_connect_starts_an_engine_when_none_runs(engine_home: Path, tmp_path: Pa
 
     async def body(demo: SiteDemo) -> tuple[str | None, int]:
         session, link = demo.new_code("127.0.0.1")
-        env = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": TOKEN,
-               "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+        env = {
+            **os.environ,
+            "BYOA_SKILLS_HOME": str(home),
+            "BYOA_SKILLS_TOKEN": TOKEN,
+            "BYOA_WALLET_DEV_LOCAL": "1",
+        }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "byoa_skills", "connect", link, "--allow", "--model",
-            "tiny.en", "--workers", "1", "--port", str(free_port()), env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "connect",
+            link,
+            "--allow",
+            "--model",
+            "tiny.en",
+            "--workers",
+            "1",
+            "--port",
+            str(free_port()),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             await until(lambda: demo.wait_state(session) == "connected", "the wallet", 120)
             text = await demo.transcribe(session, NORWAY, "en")

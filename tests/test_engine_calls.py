@@ -29,10 +29,15 @@ def wait_for(condition, what: str, timeout: float = 300) -> None:  # type: ignor
 def test_twelve_calls_at_once_each_get_their_own_answer(engine: Engine) -> None:
     english = clips("sentence", "en") + clips("human", "en")
     frames = [
-        {"type": "call", "id": index, "skill": "audio.transcribe",
-         "input": skill_input(english[index % len(english)]["file"]), "params": {"language": "en"}}
+        {
+            "type": "call",
+            "id": index,
+            "skill": "audio.transcribe",
+            "input": skill_input(english[index % len(english)]["file"]),
+            "params": {"language": "en"},
+        }
         for index in range(12)
-    ]  # fmt: skip
+    ]
     answers = asyncio.run(call_ws(engine, frames, expect=12))
     assert sorted(answer["id"] for answer in answers) == list(range(12))
     texts: dict[str, set[str]] = {}
@@ -59,8 +64,9 @@ def test_a_worker_killed_mid_call(engine: Engine) -> None:
             asyncio.create_task(call_http(engine, "audio.transcribe", {"input": JFK}))
             for _ in range(4)
         ]
-        await asyncio.to_thread(wait_for, lambda: engine.metric("byoa_busy_workers") == 2,
-                                "both workers busy")  # fmt: skip
+        await asyncio.to_thread(
+            wait_for, lambda: engine.metric("byoa_busy_workers") == 2, "both workers busy"
+        )
         os.kill(before[0], signal.SIGKILL)
         return await asyncio.gather(*calls)
 
@@ -92,8 +98,7 @@ def test_a_call_over_its_deadline(engine: Engine) -> None:
 
 
 def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
-    small = start_engine(engine_home, "--model", "tiny.en", "--workers", "1",
-                         log_name="drain.log")  # fmt: skip
+    small = start_engine(engine_home, "--model", "tiny.en", "--workers", "1", log_name="drain.log")
     try:
         small.wait_ready()
 
@@ -102,8 +107,11 @@ def test_sigterm_drains_calls_in_flight(engine_home: Path) -> None:
                 asyncio.create_task(call_http(small, "audio.transcribe", {"input": JFK}))
                 for _ in range(3)
             ]
-            await asyncio.to_thread(wait_for, lambda: small.metric("byoa_queue_depth") == 2,
-                                    "two calls queued behind the first")  # fmt: skip
+            await asyncio.to_thread(
+                wait_for,
+                lambda: small.metric("byoa_queue_depth") == 2,
+                "two calls queued behind the first",
+            )
             small.process.send_signal(signal.SIGTERM)
             return await asyncio.gather(*calls)
 
@@ -124,10 +132,15 @@ def test_with_its_defaults_the_engine_answers_as_faster_whisper_called_directly(
     # the shared engine runs the default decode, the whole window: faster-whisper's own words
     chosen = clips("sentence") + clips("human")
     frames = [
-        {"type": "call", "id": clip["file"], "skill": "audio.transcribe",
-         "input": skill_input(clip["file"]), "params": {"language": clip["language"]}}
+        {
+            "type": "call",
+            "id": clip["file"],
+            "skill": "audio.transcribe",
+            "input": skill_input(clip["file"]),
+            "params": {"language": clip["language"]},
+        }
         for clip in chosen
-    ]  # fmt: skip
+    ]
     answers = {a["id"]: a for a in asyncio.run(call_ws(engine, frames, expect=len(frames)))}
     folder = model_path("base", cache_dir=engine_home / "cache" / "models")
     items = [(clip["file"], clip["language"]) for clip in chosen]
@@ -139,10 +152,14 @@ def test_with_its_defaults_the_engine_answers_as_faster_whisper_called_directly(
 def test_silence_and_noise_answer_nothing(engine: Engine) -> None:
     quiet = clips("silence") + clips("noise")
     frames = [
-        {"type": "call", "id": clip["file"], "skill": "audio.transcribe",
-         "input": skill_input(clip["file"])}
+        {
+            "type": "call",
+            "id": clip["file"],
+            "skill": "audio.transcribe",
+            "input": skill_input(clip["file"]),
+        }
         for clip in quiet
-    ]  # fmt: skip
+    ]
     answers = asyncio.run(call_ws(engine, frames, expect=len(frames)))
     assert {a["id"]: (a["ok"], a["output"]["text"]) for a in answers} == {
         clip["file"]: (True, "") for clip in quiet

@@ -115,8 +115,9 @@ def wallet(engine_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     opened = home / "opened.txt"
     browser = "sh -c " + shlex.quote('printf "%s\\n" "$0" >> ' + shlex.quote(str(opened)))
     env = {"BYOA_WALLET_BROWSER": browser, "BYOA_WALLET_CONSENT_SECONDS": str(CONSENT_SECONDS)}
-    running = Engine.start(home, ["--model", "base", "--workers", "1"], token=TOKEN,
-                           log_name="extension.log", env=env)  # fmt: skip
+    running = Engine.start(
+        home, ["--model", "base", "--workers", "1"], token=TOKEN, log_name="extension.log", env=env
+    )
     try:
         running.wait_ready()
         yield running
@@ -129,10 +130,24 @@ def install_host(home: Path, profile: Path, port: int) -> None:
     env = {**os.environ, "BYOA_SKILLS_HOME": str(home)}
     env.pop("BYOA_SKILLS_TOKEN", None)
     subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "extension", "install", "--browser", "chromium",
-         "--user-data-dir", str(profile), "--port", str(port), "--no-start"],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "extension",
+            "install",
+            "--browser",
+            "chromium",
+            "--user-data-dir",
+            str(profile),
+            "--port",
+            str(port),
+            "--no-start",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -206,8 +221,9 @@ async def pages_site() -> AsyncIterator[PagesSite]:
 
     async def page(request: web.Request) -> web.Response:
         body = PAGES[request.match_info["name"]] % {"script": script}
-        return web.Response(text=f"<!doctype html><html><body>{body}</body></html>",
-                            content_type="text/html")  # fmt: skip
+        return web.Response(
+            text=f"<!doctype html><html><body>{body}</body></html>", content_type="text/html"
+        )
 
     async def clip(request: web.Request) -> web.Response:
         return web.Response(text=NORWAY)
@@ -393,10 +409,18 @@ def test_a_closed_tab_frees_its_grant_and_another_origin_cannot_use_it(
             await other.goto(f"http://127.0.0.1:{site.port}/use?grant={grant_id}")
             await other.click("#ask")
             seen["other origin"] = await result(other)
-            seen["engine, other origin"] = api(wallet, "POST", "/v1/extension/call", {
-                "origin": f"http://127.0.0.1:{site.port}", "grantId": grant_id,
-                "skill": "audio.transcribe", "params": {"language": "en"},
-                "input": {"audio": {"mime": "audio/wav", "base64": NORWAY}}})[1]  # fmt: skip
+            seen["engine, other origin"] = api(
+                wallet,
+                "POST",
+                "/v1/extension/call",
+                {
+                    "origin": f"http://127.0.0.1:{site.port}",
+                    "grantId": grant_id,
+                    "skill": "audio.transcribe",
+                    "params": {"language": "en"},
+                    "input": {"audio": {"mime": "audio/wav", "base64": NORWAY}},
+                },
+            )[1]
             same = await context.new_page()  # the same origin, another document
             await same.goto(f"{origin}/use?grant={grant_id}")
             await same.click("#ask")
@@ -435,8 +459,9 @@ def test_a_paused_site_a_declined_consent_and_no_engine_give_the_same_null(
             origin = f"http://localhost:{site.port}"
             async with chromium(profile) as context:
                 tab = await wallet_tab(context, wallet)
-                got["declined"] = await ask(context, origin + "/click",
-                                            answer_consent(tab, origin, "Decline"))  # fmt: skip
+                got["declined"] = await ask(
+                    context, origin + "/click", answer_consent(tab, origin, "Decline")
+                )
                 sites(wallet).pause(origin)
                 got["paused"] = await ask(context, origin + "/click")
                 got["consents while paused"] = await tab.locator("article.consent").count()
@@ -466,7 +491,7 @@ def test_window_byoa_is_announced_and_frozen(wallet: Engine, profile: Path) -> N
                 try { window.byoa = null; } catch {}
                 return [Object.isFrozen(window.byoa), window.byoa.request === before,
                         Object.keys(window.byoa).sort()];
-            }""")  # fmt: skip
+            }""")
 
     ready, frozen = asyncio.run(main())
     assert ready == "object"
@@ -480,8 +505,9 @@ def test_without_the_extension_the_site_page_takes_the_link() -> None:
         runner, url, _ = await start_site(host="localhost", port=free_port())
         try:
             async with playwright.async_playwright() as driver:
-                browser = await driver.chromium.launch(executable_path=shell, headless=True,
-                                                       args=["--no-sandbox"])  # fmt: skip
+                browser = await driver.chromium.launch(
+                    executable_path=shell, headless=True, args=["--no-sandbox"]
+                )
                 try:
                     page = await browser.new_page()
                     await page.goto(url)

@@ -44,17 +44,28 @@ GIVEN = grant()
 
 def row(grant_id: str, **changes: Any) -> GrantRow:
     values: dict[str, Any] = {
-        "id": grant_id, "origin": GAME, "manifest": GEO_MANIFEST, "given": GIVEN,
-        "limits": {"maxClipSeconds": 15}, "currency": "USD", "created_ms": 1_700_000_000_000,
+        "id": grant_id,
+        "origin": GAME,
+        "manifest": GEO_MANIFEST,
+        "given": GIVEN,
+        "limits": {"maxClipSeconds": 15},
+        "currency": "USD",
+        "created_ms": 1_700_000_000_000,
         "expires_ms": 1_700_003_600_000,
-    }  # fmt: skip
+    }
     return GrantRow(**(values | changes))
 
 
 def test_a_grant_row_and_its_record_come_back_by_column(tmp_path: Path) -> None:
     database = WalletDatabase(tmp_path / "wallet.sqlite3")
-    record = GrantRecord(calls=3, in_flight=1, reserved=Decimal("0.010"),
-                         spent=Decimal("0.25"), call_times=(5, 7), peak_in_flight=2)  # fmt: skip
+    record = GrantRecord(
+        calls=3,
+        in_flight=1,
+        reserved=Decimal("0.010"),
+        spent=Decimal("0.25"),
+        call_times=(5, 7),
+        peak_in_flight=2,
+    )
     database.write(lambda db: insert_grant(db, row("a")))
     database.write(lambda db: insert_grant(db, row("b")))
     database.write(lambda db: update_record(db, "a", record))
@@ -77,10 +88,12 @@ def test_a_kept_grant_whose_record_is_damaged_is_dropped_and_the_others_load(
     kept_id = shim.create_grant(GAME, GEO_MANIFEST, grant())["grantId"]
     damaged = [shim.create_grant(GAME, GEO_MANIFEST, grant())["grantId"] for _ in range(2)]
     database.flush()
-    database.write(lambda db: db.execute(
-        "UPDATE grants SET call_times = '[1, 2' WHERE id = ?", (damaged[0],)))  # fmt: skip
-    database.write(lambda db: db.execute(
-        "UPDATE grants SET spent = 'lots' WHERE id = ?", (damaged[1],)))  # fmt: skip
+    database.write(
+        lambda db: db.execute("UPDATE grants SET call_times = '[1, 2' WHERE id = ?", (damaged[0],))
+    )
+    database.write(
+        lambda db: db.execute("UPDATE grants SET spent = 'lots' WHERE id = ?", (damaged[1],))
+    )
     database.close()
 
     again = WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database))
@@ -92,8 +105,9 @@ def test_a_kept_grant_whose_record_is_damaged_is_dropped_and_the_others_load(
 
 
 def expires_ms(document: dict[str, Any]) -> int:
-    return int(datetime.fromisoformat(document["expiresAt"].replace("Z", "+00:00")).timestamp()
-               * 1000)  # fmt: skip
+    return int(
+        datetime.fromisoformat(document["expiresAt"].replace("Z", "+00:00")).timestamp() * 1000
+    )
 
 
 def test_every_way_in_gives_the_grant_an_allow_gives() -> None:
@@ -101,13 +115,17 @@ def test_every_way_in_gives_the_grant_an_allow_gives() -> None:
     skills = sorted(manifest["skills"])
     offer = Offer("https://geo.example.org", manifest, skills)
     before = now_ms()
-    given = {"no consent": offer_grant(offer, None),
-             "consent": offer_grant(offer, VisitorChoices())}  # fmt: skip
+    given = {
+        "no consent": offer_grant(offer, None),
+        "consent": offer_grant(offer, VisitorChoices()),
+    }
     after = now_ms()
     for way, document in given.items():
         assert {k: v for k, v in document.items() if k != "expiresAt"} == {
-            "byoa": "0.1-draft", "skills": skills, "budget": {"perSession": "0.05 USD"},
-        }, way  # fmt: skip
+            "byoa": "0.1-draft",
+            "skills": skills,
+            "budget": {"perSession": "0.05 USD"},
+        }, way
         # a day from now, to the millisecond the clock gives
         assert before + DAY_MS <= expires_ms(document) <= after + DAY_MS, way
     assert allow_grant(manifest, skills, 0)["expiresAt"] == "1970-01-02T00:00:00.000Z"
@@ -122,16 +140,28 @@ def test_a_paired_platform_gets_the_grant_an_allow_gives_for_its_scope(
 
     monkeypatch.setattr(decision_module, "fitting_skills", speech_fits)
     store = RegistrationStore(tmp_path / "byoag")
-    store.save(Registration(
-        platform="platform.example", issuer="https://platform.example", registration_id="r1",
-        agent_id="a1", scope=("text.generate", "audio.transcribe"), mode="code", jkt="j1",
-        paired_at="2026-11-30T00:00:00.000Z", access_token="t",
-    ), PairwiseKeys.new())  # fmt: skip
+    store.save(
+        Registration(
+            platform="platform.example",
+            issuer="https://platform.example",
+            registration_id="r1",
+            agent_id="a1",
+            scope=("text.generate", "audio.transcribe"),
+            mode="code",
+            jkt="j1",
+            paired_at="2026-11-30T00:00:00.000Z",
+            access_token="t",
+        ),
+        PairwiseKeys.new(),
+    )
     database = WalletDatabase(tmp_path / "wallet.sqlite3")
     shim = WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database))
     before = now_ms()
-    result = asyncio.run(RegistrationCalls(shim, store).call(
-        "platform.example", "audio.transcribe", skill_input("en-hello.wav")))  # fmt: skip
+    result = asyncio.run(
+        RegistrationCalls(shim, store).call(
+            "platform.example", "audio.transcribe", skill_input("en-hello.wav")
+        )
+    )
     after = now_ms()
     assert result.code == "skill-unavailable"  # admitted under the grant; no speech runs here
     [granted] = shim.grants.all()

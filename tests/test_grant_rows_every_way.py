@@ -62,11 +62,20 @@ class Wallet:
 
     def __init__(self, folder: Path, *urls: str) -> None:
         self.registrations = RegistrationStore(folder / "byoag")
-        self.registrations.save(Registration(
-            platform="platform.example", issuer=PLATFORM, registration_id="r1", agent_id="a1",
-            scope=("text.generate",), mode="code", jkt="j1",
-            paired_at="2026-11-30T00:00:00.000Z", access_token="t",
-        ), PairwiseKeys.new())  # fmt: skip
+        self.registrations.save(
+            Registration(
+                platform="platform.example",
+                issuer=PLATFORM,
+                registration_id="r1",
+                agent_id="a1",
+                scope=("text.generate",),
+                mode="code",
+                jkt="j1",
+                paired_at="2026-11-30T00:00:00.000Z",
+                access_token="t",
+            ),
+            PairwiseKeys.new(),
+        )
         named = zip("ab", urls, strict=False)
         sources = [{"name": name, "kind": "ollama", "url": url} for name, url in named]
         self.sources = sources_file(folder / "sources.json", *sources, default="a/echo")
@@ -86,8 +95,9 @@ class Wallet:
 
 async def answered(calls: RegistrationCalls, count: int) -> list[bool]:
     """Whether each of ``count`` text calls of the platform was answered."""
-    results = [await calls.call("platform.example", "text.generate", MESSAGES)
-               for _ in range(count)]  # fmt: skip
+    results = [
+        await calls.call("platform.example", "text.generate", MESSAGES) for _ in range(count)
+    ]
     return [result.ok for result in results]
 
 
@@ -271,8 +281,9 @@ def test_a_change_on_the_sites_view_keeps_the_consents_expiry_for_the_next_grant
         shim, requests, desk = text_wallet(tmp_path, source.url, source.url)
 
         async def main() -> None:
-            first = await on_my_own(requests, desk, {"models": ["a/echo:latest"],
-                                                     "expiresInMinutes": 30})  # fmt: skip
+            first = await on_my_own(
+                requests, desk, {"models": ["a/echo:latest"], "expiresInMinutes": 30}
+            )
             SiteChanges(shim).limits(ORIGIN, VisitorChoices(limits={"maxCallsPerMinute": 3}))
             shim.release_grant(first["grantId"])
             seen["asked"] = now_ms()
@@ -343,8 +354,9 @@ def test_a_links_kept_model_no_longer_offered_is_never_replaced(
         sources.pop("a").__exit__(None, None, None)  # the ticked source stops
         await api(wallet, "DELETE", f"/v1/grants/{seen['first']['grantId']}")
         _, second = demo.new_code("127.0.0.1")
-        _, seen["next"] = await api(wallet, "POST", "/v1/links",
-                                    {"link": second, "decision": "decide-on-my-own"})  # fmt: skip
+        _, seen["next"] = await api(
+            wallet, "POST", "/v1/links", {"link": second, "decision": "decide-on-my-own"}
+        )
 
     try:
         with_site(body, manifest=MANIFEST)
@@ -382,14 +394,16 @@ def test_a_return_whose_kept_model_is_no_longer_offered_gets_no_other_model(
             await asyncio.to_thread(first.stop)
         sources.pop("a").__exit__(None, None, None)  # the ticked source stops
         before = len(link_ends(first))
-        second = await asyncio.to_thread(engine_with_sources, engine_home, home,
-                                         *ollamas(running))  # fmt: skip
+        second = await asyncio.to_thread(engine_with_sources, engine_home, home, *ollamas(running))
         try:
-            await until(lambda: len(demo.hellos) == 2 or len(link_ends(second)) > before,
-                        "the return, or its refusal")  # fmt: skip
+            await until(
+                lambda: len(demo.hellos) == 2 or len(link_ends(second)) > before,
+                "the return, or its refusal",
+            )
             for connection in demo.connections:  # back: the site calls with its model
-                seen["call"] = await connection.call(1, "text.generate", MESSAGES,
-                                                     {"model": "m1"}, timeout=20)  # fmt: skip
+                seen["call"] = await connection.call(
+                    1, "text.generate", MESSAGES, {"model": "m1"}, timeout=20
+                )
         finally:
             await asyncio.to_thread(second.stop)
         seen["b asked"] = len(running["b"].recorded.requests)

@@ -196,10 +196,13 @@ def test_the_local_websocket_refuses_calls_over_its_bound(engine: Engine) -> Non
     # 64 are pending at once; each call is still answered exactly once
     count = 120
     frames = b"".join(
-        masked_text(encode({"type": "call", "id": i, "skill": "audio.transcribe",
-                            "input": {}, "params": {}}))
+        masked_text(
+            encode(
+                {"type": "call", "id": i, "skill": "audio.transcribe", "input": {}, "params": {}}
+            )
+        )
         for i in range(count)
-    )  # fmt: skip
+    )
     with raw_websocket(engine, "/v1/ws", {"Authorization": f"Bearer {TOKEN}"}) as sock:
         sock.sendall(frames)
         results = [frame for frame in read_texts(sock, count) if frame.get("type") == "result"]
@@ -288,11 +291,19 @@ def test_a_rate_above_the_ceiling_is_refused() -> None:
     assert refused.value.code == "limit-invalid"
     assert refused.value.errors[0]["path"] == "/purpose/limits/maxCallsPerMinute"
     with pytest.raises(GrantRefusal) as refused:
-        build_grant("https://a.example", GEO_MANIFEST,
-                    grant(limits={"maxCallsPerMinute": MAX_CALLS_PER_MINUTE + 1}), NOW)  # fmt: skip
+        build_grant(
+            "https://a.example",
+            GEO_MANIFEST,
+            grant(limits={"maxCallsPerMinute": MAX_CALLS_PER_MINUTE + 1}),
+            NOW,
+        )
     assert refused.value.errors[0]["path"] == "/limits/maxCallsPerMinute"
-    build_grant("https://a.example", GEO_MANIFEST,
-                grant(limits={"maxCallsPerMinute": MAX_CALLS_PER_MINUTE}), NOW)  # fmt: skip
+    build_grant(
+        "https://a.example",
+        GEO_MANIFEST,
+        grant(limits={"maxCallsPerMinute": MAX_CALLS_PER_MINUTE}),
+        NOW,
+    )
 
 
 def test_a_full_window_is_refused_as_the_reference_gate_would() -> None:
@@ -307,10 +318,18 @@ def test_a_full_window_is_refused_as_the_reference_gate_would() -> None:
     decided = _decide(built, call, NOW)
     assert recent_calls(built, NOW) == limit
     assert len(built.call_times) == limit, "times out of the window are dropped"
-    expected = check_call(built.manifest, built.reference, {
-        "skill": "audio.transcribe", "at": rfc3339(NOW), "provider": "local-model",
-        "estimatedCost": "0 USD", "input": {"clipSeconds": 1, "textChars": 0},
-    }, {"spent": "0 USD", "callTimes": [rfc3339(t) for t in times]})  # fmt: skip
+    expected = check_call(
+        built.manifest,
+        built.reference,
+        {
+            "skill": "audio.transcribe",
+            "at": rfc3339(NOW),
+            "provider": "local-model",
+            "estimatedCost": "0 USD",
+            "input": {"clipSeconds": 1, "textChars": 0},
+        },
+        {"spent": "0 USD", "callTimes": [rfc3339(t) for t in times]},
+    )
     assert decided.decision == expected["decision"] == "blocked"
     assert [(r["code"], r["message"]) for r in decided.reasons] == [
         (r["code"], r["message"]) for r in expected["reasons"]
@@ -407,15 +426,27 @@ def test_a_database_that_is_a_link_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "address",
-    ["64:ff9b::a00:1", "64:ff9b:1::a00:1", "2002:7f00:1::1", "::7f00:1", "::ffff:0:7f00:1",
-     "::ffff:127.0.0.1", "2002:c0a8:101::1", "64:ff9b::192.168.1.1", "::1", "::"],
-)  # fmt: skip
+    [
+        "64:ff9b::a00:1",
+        "64:ff9b:1::a00:1",
+        "2002:7f00:1::1",
+        "::7f00:1",
+        "::ffff:0:7f00:1",
+        "::ffff:127.0.0.1",
+        "2002:c0a8:101::1",
+        "64:ff9b::192.168.1.1",
+        "::1",
+        "::",
+    ],
+)
 def test_private_and_loopback_addresses_in_ipv6_forms_are_not_public(address: str) -> None:
     assert not is_public(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "2606:4700::1111", "64:ff9b::808:808",
-                                     "2002:808:808::1", "::ffff:8.8.8.8"])  # fmt: skip
+@pytest.mark.parametrize(
+    "address",
+    ["8.8.8.8", "2606:4700::1111", "64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8"],
+)
 def test_public_addresses_stay_public(address: str) -> None:
     assert is_public(address)
 
@@ -470,10 +501,12 @@ def test_expired_grants_are_forgotten_when_a_grant_is_taken(tmp_path: Path) -> N
 
     now = [NOW]
     database = WalletDatabase(tmp_path / "wallet.sqlite3")
-    shim = WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database),
-                      clock=lambda: now[0])  # fmt: skip
-    short = shim.create_grant("https://a.example", GEO_MANIFEST,
-                              grant(expiresAt=rfc3339(NOW + 1000)))  # fmt: skip
+    shim = WalletShim(
+        SkillEngine(None), SiteStore(database), ActivityLog(database), clock=lambda: now[0]
+    )
+    short = shim.create_grant(
+        "https://a.example", GEO_MANIFEST, grant(expiresAt=rfc3339(NOW + 1000))
+    )
     assert shim.grants.get(short["grantId"]) is not None
     now[0] += 2000
     shim.create_grant("https://a.example", GEO_MANIFEST, grant(expiresAt=rfc3339(NOW + 3_600_000)))

@@ -55,8 +55,9 @@ def signed_in(engine: Engine) -> None:
     )
     assert status == 200, body
     ticket = str(body["url"]).split("#ticket=", 1)[1]
-    status, body = engine_post(engine, "/wallet/api/session", {"ticket": ticket},
-                               {"Origin": engine.url})  # fmt: skip
+    status, body = engine_post(
+        engine, "/wallet/api/session", {"ticket": ticket}, {"Origin": engine.url}
+    )
     assert status == 200, body
 
 
@@ -84,11 +85,27 @@ def test_a_wallet_cookie_that_is_not_utf8_is_401_no_session(light_engine: Engine
 
 @pytest.mark.parametrize(
     "host",
-    ["[::1]evil", "127.0.0.1:P@evil.com", "localhost:abc", "", "::1", "localhost.",
-     "127.0.0.1:80:80", "localhost:8787 evil"],
-    ids=["after-brackets", "userinfo", "port-not-a-number", "empty", "bare-ipv6",
-         "trailing-dot", "two-ports", "space"],
-)  # fmt: skip
+    [
+        "[::1]evil",
+        "127.0.0.1:P@evil.com",
+        "localhost:abc",
+        "",
+        "::1",
+        "localhost.",
+        "127.0.0.1:80:80",
+        "localhost:8787 evil",
+    ],
+    ids=[
+        "after-brackets",
+        "userinfo",
+        "port-not-a-number",
+        "empty",
+        "bare-ipv6",
+        "trailing-dot",
+        "two-ports",
+        "space",
+    ],
+)
 def test_a_host_that_only_starts_like_loopback_is_forbidden(
     light_engine: Engine, host: str
 ) -> None:
@@ -133,14 +150,19 @@ def test_a_native_message_with_a_3_mb_id_gets_an_error_answer(tmp_path: Path) ->
         {"id": huge, "type": "release", "origin": PAGE, "grantId": "g"},
         {"id": 2, "type": "release", "origin": PAGE, "grantId": "g"},
     ]
-    done = run_host(tmp_path, b"".join(map(framed, messages)), f"--port={free_port()}",
-                    "--no-start")  # fmt: skip
+    done = run_host(
+        tmp_path, b"".join(map(framed, messages)), f"--port={free_port()}", "--no-start"
+    )
     assert done.returncode == 0, done.stderr
     got = sorted(answers(done.stdout), key=lambda answer: str(answer["id"]))
     assert got == [
         {"ok": False, "id": 2},
-        {"ok": False, "id": None, "code": "bad-request",
-         "message": "a message needs an id: an integer or a string of 1 to 128 characters"},
-    ]  # fmt: skip
+        {
+            "ok": False,
+            "id": None,
+            "code": "bad-request",
+            "message": "a message needs an id: an integer or a string of 1 to 128 characters",
+        },
+    ]
     assert b"event=host-message-bad-id" in done.stderr
     assert b"Traceback" not in done.stderr

@@ -47,8 +47,9 @@ def link_outcomes(engine: Engine) -> list[str]:
 
 def released_grants(engine: Engine, grant_id: str) -> list[dict[str, Any]]:
     """The activity's ``release`` entries of ``grant_id``, once there is one (or after 30 s)."""
-    entries = engine.activity_once(lambda texts: any(grant_id in t and '"release"' in t
-                                                     for t in texts))  # fmt: skip
+    entries = engine.activity_once(
+        lambda texts: any(grant_id in t and '"release"' in t for t in texts)
+    )
     found = [json.loads(text) for text in entries]
     return [e for e in found if e.get("kind") == "release" and e.get("grant") == grant_id]
 

@@ -56,8 +56,13 @@ INJECTIONS = [
 # -- a loopback source speaking the OpenAI wire ----------------------------------------------
 
 
-def scripted_app(recorded: Recorded, answer: str = "allowed: fits", body: bytes | None = None,
-                 stall: bool = False, echo: bool = False) -> web.Application:  # fmt: skip
+def scripted_app(
+    recorded: Recorded,
+    answer: str = "allowed: fits",
+    body: bytes | None = None,
+    stall: bool = False,
+    echo: bool = False,
+) -> web.Application:
     """``GET /v1/models`` (one model, ``judge``) and ``POST /v1/chat/completions`` answering
     ``answer`` whole, or the raw ``body``, or never (``stall``: until the client goes), or
     (``echo``) the last message it was sent, as small models often do."""
@@ -75,12 +80,22 @@ def scripted_app(recorded: Recorded, answer: str = "allowed: fits", body: bytes 
         if body is not None:
             return web.Response(body=body, content_type="application/json")
         content = (await request.json())["messages"][-1]["content"] if echo else answer
-        return web.json_response({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "judge",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 400, "completion_tokens": 6, "total_tokens": 406},
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "judge",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {"prompt_tokens": 400, "completion_tokens": 6, "total_tokens": 406},
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
@@ -93,9 +108,14 @@ def runtime_for(tmp_path: Path, url: str, name: str = "src") -> TextRuntime:
     return TextRuntime(SourceStore(path))
 
 
-def judged(tmp_path: Path, messages: list[dict[str, str]], deadline: float = 10.0,
-           mismatch: str = "blocked", purpose: Purpose = PURPOSE,
-           **app: Any) -> tuple[Opinion, Recorded]:  # fmt: skip
+def judged(
+    tmp_path: Path,
+    messages: list[dict[str, str]],
+    deadline: float = 10.0,
+    mismatch: str = "blocked",
+    purpose: Purpose = PURPOSE,
+    **app: Any,
+) -> tuple[Opinion, Recorded]:
     """One judgement against a scripted source; the opinion and what the source was asked."""
     with serving(lambda recorded: scripted_app(recorded, **app)) as server:
 
@@ -112,8 +132,10 @@ def judged(tmp_path: Path, messages: list[dict[str, str]], deadline: float = 10.
 
 @pytest.fixture(scope="module")
 def llama_sources(tmp_path_factory: pytest.TempPathFactory, llama: LlamaServer) -> Path:
-    return sources_file(tmp_path_factory.mktemp("judge") / "sources.json",
-                        {"name": "llama", "kind": "openai", "url": llama.url})  # fmt: skip
+    return sources_file(
+        tmp_path_factory.mktemp("judge") / "sources.json",
+        {"name": "llama", "kind": "openai", "url": llama.url},
+    )
 
 
 # -- the prompt ----------------------------------------------------------------------------
@@ -146,9 +168,11 @@ def test_the_site_text_is_data_inside_one_block(system_role: bool) -> None:
 
 
 def test_a_long_call_is_cut_to_the_budget_and_the_prompt_says_so() -> None:
-    messages = [{"role": "system", "content": "S" * 2000 + "site-rules-end"},
-                {"role": "user", "content": "m" * 5000},
-                {"role": "user", "content": "question-start" + "q" * 2000}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": "S" * 2000 + "site-rules-end"},
+        {"role": "user", "content": "m" * 5000},
+        {"role": "user", "content": "question-start" + "q" * 2000},
+    ]
     prompt = build_prompt(PURPOSE, messages, budget=3000, design="rules")
     kept = json.loads(data_block(prompt))["messages"]
     assert sum(len(m["content"]) for m in kept) <= 3000
@@ -233,8 +257,9 @@ def test_a_source_that_is_down_gives_ask_unavailable(tmp_path: Path) -> None:
     async def run() -> Opinion:
         runtime = runtime_for(tmp_path, "http://127.0.0.1:9/v1")
         try:
-            return await judge(PURPOSE, QUESTION, runtime=runtime,
-                               settings=JudgeSettings("src/judge"))  # fmt: skip
+            return await judge(
+                PURPOSE, QUESTION, runtime=runtime, settings=JudgeSettings("src/judge")
+            )
         finally:
             await runtime.close()
 
@@ -249,10 +274,12 @@ def test_the_judge_is_off_when_its_source_or_model_is_not_there(tmp_path: Path) 
             runtime = runtime_for(tmp_path, server.url + "/v1")
             down = runtime_for(tmp_path, "http://127.0.0.1:9/v1", name="down")
             try:
-                return [await can_judge(runtime, "src/judge"),
-                        await can_judge(runtime, "src/another"),
-                        await can_judge(runtime, "nowhere/judge"),
-                        await can_judge(down, "down/judge")]  # fmt: skip
+                return [
+                    await can_judge(runtime, "src/judge"),
+                    await can_judge(runtime, "src/another"),
+                    await can_judge(runtime, "nowhere/judge"),
+                    await can_judge(down, "down/judge"),
+                ]
             finally:
                 await runtime.close()
                 await down.close()
@@ -280,16 +307,25 @@ def test_a_real_model_gives_an_opinion_from_the_source(llama_sources: Path) -> N
 
 def test_the_judge_never_makes_a_blocked_call_allowed(llama_sources: Path) -> None:
     not_granted = grant(skills=["audio.transcribe"])
-    call = {"skill": "text.generate", "at": in_seconds(0), "provider": "local-model",
-            "estimatedCost": "0 USD", "input": {"textChars": 20}}  # fmt: skip
+    call = {
+        "skill": "text.generate",
+        "at": in_seconds(0),
+        "provider": "local-model",
+        "estimatedCost": "0 USD",
+        "input": {"textChars": 20},
+    }
     result = check_call(GEO_MANIFEST, not_granted, call, {"spent": "0 USD"})
     assert result["decision"] == "blocked"
 
     async def run() -> Opinion:
         runtime = TextRuntime(SourceStore(llama_sources))
         try:
-            return await judge(PURPOSE, QUESTION, runtime=runtime,
-                               settings=JudgeSettings("llama/smollm2", deadline=60))  # fmt: skip
+            return await judge(
+                PURPOSE,
+                QUESTION,
+                runtime=runtime,
+                settings=JudgeSettings("llama/smollm2", deadline=60),
+            )
         finally:
             await runtime.close()
 
@@ -300,8 +336,12 @@ def test_the_judge_never_makes_a_blocked_call_allowed(llama_sources: Path) -> No
 
 def test_an_opinion_only_makes_a_decision_stricter() -> None:
     rank = {decision: index for index, decision in enumerate(DECISIONS)}
-    codes = {"allowed": "purpose-fits", "warn": "purpose-doubt", "ask": "purpose-unclear",
-             "blocked": "purpose-mismatch"}  # fmt: skip
+    codes = {
+        "allowed": "purpose-fits",
+        "warn": "purpose-doubt",
+        "ask": "purpose-unclear",
+        "blocked": "purpose-mismatch",
+    }
     for gate in DECISIONS:
         result = {"decision": gate, "reasons": []}
         for said in DECISIONS:
@@ -407,8 +447,9 @@ class Gate:
 
 
 def story() -> TextCall:
-    return TextCall("llama/smollm2", ask("Tell me a short story about a map."), max_tokens=24,
-                    temperature=0)  # fmt: skip
+    return TextCall(
+        "llama/smollm2", ask("Tell me a short story about a map."), max_tokens=24, temperature=0
+    )
 
 
 async def until(condition: Any) -> None:
@@ -486,10 +527,13 @@ def test_the_answer_is_the_same_with_the_judge_on_as_off(
     with serving(scripted_app) as judge_source:
         sources = sources_file(
             tmp_path / "both.json",
-            {"name": "llama", "kind": "openai", "url": json.loads(llama_sources.read_text())[
-                "sources"][0]["url"]},
+            {
+                "name": "llama",
+                "kind": "openai",
+                "url": json.loads(llama_sources.read_text())["sources"][0]["url"],
+            },
             {"name": "src", "kind": "openai", "url": judge_source.url + "/v1"},
-        )  # fmt: skip
+        )
 
         async def run() -> tuple[str, str, list[str], Opinion]:
             runtime = TextRuntime(SourceStore(sources))
@@ -502,9 +546,12 @@ def test_the_answer_is_the_same_with_the_judge_on_as_off(
             try:
                 off = await runtime.generate(story())
                 call = purpose_judge.beside(
-                    "g1", PURPOSE, story().messages, lambda hook: runtime.generate(story(), hook),
+                    "g1",
+                    PURPOSE,
+                    story().messages,
+                    lambda hook: runtime.generate(story(), hook),
                     sink,
-                )  # fmt: skip
+                )
                 opinion = await call.opinion()
                 on = await call.release()
                 return off.texts[0], on.texts[0], sent, opinion

@@ -45,8 +45,9 @@ def test_a_fits_the_model_held_nearly_as_likely_outside_is_blocked() -> None:
     opinion = read_answer("FITS", design="examples", first_tokens=near)
     assert (opinion.decision, opinion.code) == ("blocked", "purpose-mismatch")
     assert "OUTSIDE 0.73 times as likely as FITS" in opinion.message
-    assert read_answer("FITS", design="examples", first_tokens=near, mismatch="ask").decision \
-        == "ask"  # fmt: skip
+    assert (
+        read_answer("FITS", design="examples", first_tokens=near, mismatch="ask").decision == "ask"
+    )
     assert read_answer("FITS", design="examples", first_tokens=far).decision == "allowed"
     assert read_answer("FITS", design="examples").decision == "allowed"  # none given: the word
     # the rules design's words are read as they are
@@ -63,8 +64,9 @@ def test_the_share_is_a_half() -> None:
 # -- through the wire ------------------------------------------------------------------------
 
 
-def logprob_app(recorded: Recorded, top: list[dict[str, Any]] | None,
-                refuse_logprobs: bool = False) -> web.Application:  # fmt: skip
+def logprob_app(
+    recorded: Recorded, top: list[dict[str, Any]] | None, refuse_logprobs: bool = False
+) -> web.Application:
     """An OpenAI-wire source answering ``FITS``, with ``top`` as the first token's
     alternatives when asked for them (None: it ignores the ask); with ``refuse_logprobs`` a
     request asking for them gets HTTP 400, as a source that does not know the field."""
@@ -76,13 +78,24 @@ def logprob_app(recorded: Recorded, top: list[dict[str, Any]] | None,
         body = await recorded.request(request)
         if refuse_logprobs and "logprobs" in body:
             return web.json_response({"error": {"message": "unknown field logprobs"}}, status=400)
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": "FITS"}}  # fmt: skip
+        choice: dict[str, Any] = {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "FITS"},
+        }
         if body.get("logprobs") and top is not None:
-            choice["logprobs"] = {"content": [{"token": "FITS", "logprob": top[0]["logprob"],
-                                               "top_logprobs": top}]}  # fmt: skip
-        return web.json_response({"id": "c1", "object": "chat.completion", "created": 1,
-                                  "model": "judge", "choices": [choice]})  # fmt: skip
+            choice["logprobs"] = {
+                "content": [{"token": "FITS", "logprob": top[0]["logprob"], "top_logprobs": top}]
+            }
+        return web.json_response(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "judge",
+                "choices": [choice],
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
@@ -106,8 +119,11 @@ def judged(tmp_path: Path, design: str, **app: Any) -> tuple[Opinion, Recorded]:
         return asyncio.run(run()), server.recorded
 
 
-NEAR = [{"token": "FITS", "logprob": math.log(0.55)}, {"token": "OUT", "logprob": math.log(0.4)},
-        {"token": "The", "logprob": math.log(0.02)}]  # fmt: skip
+NEAR = [
+    {"token": "FITS", "logprob": math.log(0.55)},
+    {"token": "OUT", "logprob": math.log(0.4)},
+    {"token": "The", "logprob": math.log(0.02)},
+]
 
 
 def test_the_judge_asks_for_the_first_tokens_and_blocks_a_fits_that_leans_outside(
@@ -142,14 +158,21 @@ def test_the_rules_design_asks_for_no_log_probabilities(tmp_path: Path) -> None:
 def test_llama_cpp_gives_the_first_tokens_through_the_runtime(
     tmp_path: Path, llama: LlamaServer
 ) -> None:
-    path = sources_file(tmp_path / "llama.json", {"name": "llama", "kind": "openai",
-                                                  "url": llama.url})  # fmt: skip
+    path = sources_file(
+        tmp_path / "llama.json", {"name": "llama", "kind": "openai", "url": llama.url}
+    )
 
     async def run() -> Any:
         runtime = TextRuntime(SourceStore(path))
         try:
-            call = TextCall("llama/smollm2", [{"role": "user", "content": "Answer FITS."}], 1,
-                            temperature=0.0, deadline=60, top_logprobs=5)  # fmt: skip
+            call = TextCall(
+                "llama/smollm2",
+                [{"role": "user", "content": "Answer FITS."}],
+                1,
+                temperature=0.0,
+                deadline=60,
+                top_logprobs=5,
+            )
             return await runtime.generate(call)
         finally:
             await runtime.close()

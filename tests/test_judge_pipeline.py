@@ -40,12 +40,22 @@ def judge_app(recorded: Recorded) -> web.Application:
 
     async def chat(request: web.Request) -> web.Response:
         await recorded.request(request)
-        return web.json_response({
-            "id": "c1", "object": "chat.completion", "created": 1, "model": "judge",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": JUDGE["answer"]}}],
-            "usage": {"prompt_tokens": 300, "completion_tokens": 5, "total_tokens": 305},
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "judge",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": JUDGE["answer"]},
+                    }
+                ],
+                "usage": {"prompt_tokens": 300, "completion_tokens": 5, "total_tokens": 305},
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
@@ -61,19 +71,26 @@ def judge_source() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def judged_engine(
-    engine_home: Path, tmp_path_factory: pytest.TempPathFactory, llama: LlamaServer,
+    engine_home: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    llama: LlamaServer,
     judge_source: Any,
-) -> Iterator[Engine]:  # fmt: skip
+) -> Iterator[Engine]:
     home = tmp_path_factory.mktemp("judged-home")
     (home / "cache").mkdir()
     (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
-    sources_file(home / "config" / "sources.json",
-                 {"name": "lab", "kind": "openai", "url": llama.url},
-                 {"name": "judge", "kind": "openai", "url": judge_source.url + "/v1"})  # fmt: skip
-    env = {"BYOA_WALLET_BROWSER": "sh -c " + shlex.quote("true"),
-           "BYOA_WALLET_CONSENT_SECONDS": "30"}  # fmt: skip
-    running = Engine.start(home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN,
-                           log_name="judged.log", env=env)  # fmt: skip
+    sources_file(
+        home / "config" / "sources.json",
+        {"name": "lab", "kind": "openai", "url": llama.url},
+        {"name": "judge", "kind": "openai", "url": judge_source.url + "/v1"},
+    )
+    env = {
+        "BYOA_WALLET_BROWSER": "sh -c " + shlex.quote("true"),
+        "BYOA_WALLET_CONSENT_SECONDS": "30",
+    }
+    running = Engine.start(
+        home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN, log_name="judged.log", env=env
+    )
     try:
         running.wait_ready()
         yield running
@@ -114,13 +131,24 @@ def new_grant(
     origin = origin or f"https://geo-{next(_SITES)}.example.org"
 
     async def take() -> Any:
-        async with aiohttp.ClientSession() as session, session.post(
-            f"{engine.url}/v1/grants", headers={"Authorization": f"Bearer {TOKEN}"},
-            json={"origin": origin, "manifest": manifest, "grant": {
-                "byoa": "0.1-draft", "skills": ["text.generate"],
-                "budget": {"perSession": "0.05 USD"}, "expiresAt": "2099-01-01T00:00:00Z",
-                "models": {"m1": f"lab/{MODEL_ALIAS}"}}},
-        ) as answer:  # fmt: skip
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"{engine.url}/v1/grants",
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                json={
+                    "origin": origin,
+                    "manifest": manifest,
+                    "grant": {
+                        "byoa": "0.1-draft",
+                        "skills": ["text.generate"],
+                        "budget": {"perSession": "0.05 USD"},
+                        "expiresAt": "2099-01-01T00:00:00Z",
+                        "models": {"m1": f"lab/{MODEL_ALIAS}"},
+                    },
+                },
+            ) as answer,
+        ):
             return await answer.json()
 
     made = asyncio.run(take())
@@ -139,16 +167,23 @@ def streamed(engine: Engine, grant_id: str, question: str) -> list[dict[str, Any
     """One streamed call over ``/v1/ws``: every frame the site got, the result last."""
     params = {"model": "m1", "maxTokens": 12, "temperature": 0, "stream": True}
     messages = [{"role": "user", "content": question}]
-    frame = {"type": "call", "id": 1, "skill": "text.generate", "grantId": grant_id,
-             "input": {"messages": messages}, "params": params}  # fmt: skip
+    frame = {
+        "type": "call",
+        "id": 1,
+        "skill": "text.generate",
+        "grantId": grant_id,
+        "input": {"messages": messages},
+        "params": params,
+    }
 
     async def run() -> list[dict[str, Any]]:
         frames: list[dict[str, Any]] = []
         async with (
             aiohttp.ClientSession() as session,
-            session.ws_connect(f"{engine.url}/v1/ws",
-                               headers={"Authorization": f"Bearer {TOKEN}"}) as ws,
-        ):  # fmt: skip
+            session.ws_connect(
+                f"{engine.url}/v1/ws", headers={"Authorization": f"Bearer {TOKEN}"}
+            ) as ws,
+        ):
             await ws.send_str(json.dumps(frame))
             while not frames or frames[-1].get("type") != "result":
                 message = await asyncio.wait_for(ws.receive(), timeout=120)
@@ -197,13 +232,25 @@ def test_an_allowed_answer_is_the_same_text_as_with_the_judge_off(
     question = "Name the capital of Peru in one word."
     on = streamed(judged_engine, grant_id, question)
     assert last_call(judged_engine).get("judge") == "purpose-fits"
-    asyncio.run(page_api(judged_engine, "POST", "sites", {
-        "origin": "https://geo.example.org", "action": "judge", "setting": "off"}))  # fmt: skip
+    asyncio.run(
+        page_api(
+            judged_engine,
+            "POST",
+            "sites",
+            {"origin": "https://geo.example.org", "action": "judge", "setting": "off"},
+        )
+    )
     asked = len(judge_source.recorded.requests)
     off = streamed(judged_engine, grant_id, question)
     assert len(judge_source.recorded.requests) == asked  # off for this site: not asked
-    asyncio.run(page_api(judged_engine, "POST", "sites", {
-        "origin": "https://geo.example.org", "action": "judge", "setting": None}))  # fmt: skip
+    asyncio.run(
+        page_api(
+            judged_engine,
+            "POST",
+            "sites",
+            {"origin": "https://geo.example.org", "action": "judge", "setting": None},
+        )
+    )
     chunks_on = "".join(f["text"] for f in on if f["type"] == "chunk")
     chunks_off = "".join(f["text"] for f in off if f["type"] == "chunk")
     assert on[-1]["ok"] and off[-1]["ok"]
@@ -225,10 +272,13 @@ def test_the_judge_never_lets_a_blocked_call_through(
     assert last_call(judged_engine).get("judge") is None
 
 
-@pytest.mark.parametrize(("answer", "button", "code", "ok"), [
-    ("ask: the purpose does not say", "Allow this call", "purpose-unclear", True),
-    ("I think this is probably fine!", "Decline", "purpose-judge-unreadable", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("answer", "button", "code", "ok"),
+    [
+        ("ask: the purpose does not say", "Allow this call", "purpose-unclear", True),
+        ("I think this is probably fine!", "Decline", "purpose-judge-unreadable", False),
+    ],
+)
 def test_ask_and_garbage_go_to_the_wallet_page_and_are_answered_there(
     judged_engine: Engine, answer: str, button: str, code: str, ok: bool
 ) -> None:

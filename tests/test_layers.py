@@ -14,18 +14,26 @@ PACKAGE = Path(__file__).resolve().parent.parent / "byoa_skills"
 
 #: Each part of the package and its floor: a part imports only parts of its floor or below.
 FLOORS: dict[str, int] = {
-    "cli": 11, "commands": 11, "bench": 11,
+    "cli": 11,
+    "commands": 11,
+    "bench": 11,
     "serve": 10,
-    "directlink": 9, "extension": 9, "byoag": 9,
+    "directlink": 9,
+    "extension": 9,
+    "byoag": 9,
     "consent": 8,
     "wallet_shim": 7,
-    "skills": 6, "recordings": 6, "judge": 6,
+    "skills": 6,
+    "recordings": 6,
+    "judge": 6,
     "pool": 5,
     "runtimes": 4,
     "models": 3,
-    "protocol": 2, "wav": 2, "store": 2,
+    "protocol": 2,
+    "wav": 2,
+    "store": 2,
     "demos": 11,  # beside the house: the other end of the wire (see DEMOS_MAY_IMPORT)
-}  # fmt: skip
+}
 #: What the demos (the other end of the wire) may import of the engine.
 DEMOS_MAY_IMPORT = {"protocol", "demos"}
 
@@ -94,8 +102,13 @@ def test_the_demos_import_only_protocol() -> None:
         if part(target) not in DEMOS_MAY_IMPORT
     )
     assert wrong == []
-    sites = {t for s, ts in graph().items() if s.startswith("byoa_skills.demos.platform")
-             for t in ts if t.startswith("byoa_skills.demos.site")}  # fmt: skip
+    sites = {
+        t
+        for s, ts in graph().items()
+        if s.startswith("byoa_skills.demos.platform")
+        for t in ts
+        if t.startswith("byoa_skills.demos.site")
+    }
     assert sites == set(), "the reference platform imports the reference site"
 
 
@@ -124,8 +137,12 @@ def test_every_way_in_asks_the_one_grant_decision() -> None:
     only through ``consent/``: no way in makes one itself."""
     edges = graph()
     ways = ("byoa_skills.directlink", "byoa_skills.extension", "byoa_skills.byoag")
-    makers = {"byoa_skills.consent.offer", "byoa_skills.consent.on_my_own",
-              "byoa_skills.consent.allow", "byoa_skills.consent.fit"}  # fmt: skip
+    makers = {
+        "byoa_skills.consent.offer",
+        "byoa_skills.consent.on_my_own",
+        "byoa_skills.consent.allow",
+        "byoa_skills.consent.fit",
+    }
     direct = sorted(
         f"{source} imports {target}"
         for source, targets in edges.items()
@@ -133,8 +150,9 @@ def test_every_way_in_asks_the_one_grant_decision() -> None:
         for target in targets & makers
     )
     assert direct == []
-    asking = {source for source, targets in edges.items()
-              if "byoa_skills.consent.decision" in targets}  # fmt: skip
+    asking = {
+        source for source, targets in edges.items() if "byoa_skills.consent.decision" in targets
+    }
     assert {
         "byoa_skills.directlink.intake",
         "byoa_skills.directlink.client",

@@ -105,8 +105,11 @@ for (const path of ['/byoa/ws', '/byoa/ws?room=a%20b&x=1']) {
     def node(*args: str) -> list[str]:
         done = subprocess.run(
             ["node", "-e", script, json.dumps(manifest), *args],
-            capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         return done.stdout.split()
 
     paths = ["/byoa/ws", "/byoa/ws?room=a%20b&x=1"]
@@ -250,12 +253,18 @@ CASES: list[tuple[str, str, str | None]] = [
     ("encoded code", make_link(session=SESSION[:-1] + "%41"), "session-invalid"),
     ("empty code", make_link(session=""), "session-invalid"),
 ]
-CASES += [(f"IP {host}", endpoint_link(f"wss://{host}/ws"), "endpoint-ip-address")
-          for host in IP_ADDRESSES]  # fmt: skip
-CASES += [(f"local {host}", endpoint_link(f"wss://{host}/ws"), "endpoint-local-name")
-          for host in LOCAL_NAMES]  # fmt: skip
-CASES += [(f"bad name {host!r}", endpoint_link(f"wss://{host}/ws"), "endpoint-invalid")
-          for host in BAD_NAMES]  # fmt: skip
+CASES += [
+    (f"IP {host}", endpoint_link(f"wss://{host}/ws"), "endpoint-ip-address")
+    for host in IP_ADDRESSES
+]
+CASES += [
+    (f"local {host}", endpoint_link(f"wss://{host}/ws"), "endpoint-local-name")
+    for host in LOCAL_NAMES
+]
+CASES += [
+    (f"bad name {host!r}", endpoint_link(f"wss://{host}/ws"), "endpoint-invalid")
+    for host in BAD_NAMES
+]
 
 
 def manifest_cases() -> list[tuple[str, str, str | None]]:
@@ -272,20 +281,41 @@ def manifest_cases() -> list[tuple[str, str, str | None]]:
     invalid = dict(MANIFEST, privacy="everyone")
     return [
         ("manifest padded", make_link(manifest=padded), "manifest-not-base64url"),
-        ("manifest +", make_link(manifest=standard.rstrip("=").replace("/", "_")),
-         "manifest-not-base64url"),
-        ("manifest /", make_link(manifest=standard.rstrip("=").replace("+", "-")),
-         "manifest-not-base64url"),
-        ("manifest space", make_link(manifest=good[:10] + "%20" + good[10:]),
-         "manifest-not-base64url"),
-        ("manifest encoded", make_link(manifest=good[:10] + "%41" + good[10:]),
-         "manifest-not-base64url"),
-        ("manifest 4n+1 chars", make_link(manifest=good + "A" * (5 - len(good) % 4)),
-         "manifest-not-base64url"),
-        ("manifest not canonical", make_link(manifest=b64url(b"{}")[:-1] + "1"),
-         "manifest-not-base64url"),
-        ("manifest 4096 bytes", make_link(manifest=b64url(json.dumps(
-            at_limit, separators=(",", ":")).encode())), None),
+        (
+            "manifest +",
+            make_link(manifest=standard.rstrip("=").replace("/", "_")),
+            "manifest-not-base64url",
+        ),
+        (
+            "manifest /",
+            make_link(manifest=standard.rstrip("=").replace("+", "-")),
+            "manifest-not-base64url",
+        ),
+        (
+            "manifest space",
+            make_link(manifest=good[:10] + "%20" + good[10:]),
+            "manifest-not-base64url",
+        ),
+        (
+            "manifest encoded",
+            make_link(manifest=good[:10] + "%41" + good[10:]),
+            "manifest-not-base64url",
+        ),
+        (
+            "manifest 4n+1 chars",
+            make_link(manifest=good + "A" * (5 - len(good) % 4)),
+            "manifest-not-base64url",
+        ),
+        (
+            "manifest not canonical",
+            make_link(manifest=b64url(b"{}")[:-1] + "1"),
+            "manifest-not-base64url",
+        ),
+        (
+            "manifest 4096 bytes",
+            make_link(manifest=b64url(json.dumps(at_limit, separators=(",", ":")).encode())),
+            None,
+        ),
         ("manifest 4097 bytes", make_link(manifest=b64url(big_bytes)), "manifest-too-large"),
         ("manifest huge text", make_link(manifest="A" * 8000), "manifest-too-large"),
         ("manifest empty", make_link(manifest=""), "manifest-not-json"),
@@ -293,22 +323,27 @@ def manifest_cases() -> list[tuple[str, str, str | None]]:
         ("manifest latin-1", make_link(manifest=b64url(b'{"a": "\xe9"}')), "manifest-not-json"),
         ("manifest BOM", make_link(manifest=b64url(b"\xef\xbb\xbf{}")), "manifest-not-json"),
         ("manifest NaN", make_link(manifest=b64url(b'{"a": NaN}')), "manifest-not-json"),
-        ("manifest repeated key", make_link(manifest=b64url(
-            json.dumps(MANIFEST)[:-1].encode() + b', "privacy": "public"}')),
-         "manifest-not-json"),
+        (
+            "manifest repeated key",
+            make_link(
+                manifest=b64url(json.dumps(MANIFEST)[:-1].encode() + b', "privacy": "public"}')
+            ),
+            "manifest-not-json",
+        ),
         ("manifest deep", make_link(manifest=b64url(b"[" * 4000)), "manifest-not-json"),
         ("manifest array", make_link(manifest=manifest64([MANIFEST])), "manifest-not-object"),
         ("manifest string", make_link(manifest=manifest64("x")), "manifest-not-object"),
         ("manifest invalid", make_link(manifest=manifest64(invalid)), "manifest-invalid"),
         ("manifest empty object", make_link(manifest=manifest64({})), "manifest-invalid"),
-    ]  # fmt: skip
+    ]
 
 
 CASES += manifest_cases()
 
 
-@pytest.mark.parametrize(("link", "code"), [(link, code) for _, link, code in CASES],
-                         ids=[name for name, _, _ in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("link", "code"), [(link, code) for _, link, code in CASES], ids=[name for name, _, _ in CASES]
+)
 def test_link_table(link: str, code: str | None) -> None:
     result = check_link(link, dev_local=False)
     assert (result.ok, result.code) == (code is None, code), result.message
@@ -488,7 +523,9 @@ def test_cli_reads_stdin(
     assert run_cli(capsys, "link", "check", "-")[0] == 0
 
 
-@pytest.mark.parametrize("argv", [("link",), ("link", "check"), ("link", "check", "a", "b"),
-                                  ("link", "check", "--nope", GOOD)])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [("link",), ("link", "check"), ("link", "check", "a", "b"), ("link", "check", "--nope", GOOD)],
+)
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
     assert run_cli(capsys, *argv)[0] == 2

@@ -84,8 +84,9 @@ def test_at_most_four_links_at_once(tmp_path: Path) -> None:
     async def main() -> tuple[dict[str, Any], int]:
         sites = [await silent_site() for _ in range(5)]  # a site holds one grant: five sites
         intake = intake_in(tmp_path)
-        pending = [asyncio.create_task(intake.take(make_link(port), "allow"))
-                   for _, port, _ in sites[:4]]  # fmt: skip
+        pending = [
+            asyncio.create_task(intake.take(make_link(port), "allow")) for _, port, _ in sites[:4]
+        ]
         for _ in range(400):
             if sum(len(sockets) for _, _, sockets in sites) == 4:
                 break
@@ -161,8 +162,16 @@ def test_the_wallet_refuses_private_addresses() -> None:
 
 
 def test_the_pinned_resolver_answers_only_for_the_checked_name() -> None:
-    pinned = PinnedResolver({"hostname": "game.example.org", "host": "203.0.113.9", "port": 443,
-                             "family": socket.AF_INET, "proto": 6, "flags": 0})  # fmt: skip
+    pinned = PinnedResolver(
+        {
+            "hostname": "game.example.org",
+            "host": "203.0.113.9",
+            "port": 443,
+            "family": socket.AF_INET,
+            "proto": 6,
+            "flags": 0,
+        }
+    )
 
     async def main() -> tuple[str, str]:
         answer = await pinned.resolve("game.example.org", 443)

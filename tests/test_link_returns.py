@@ -75,10 +75,21 @@ def sites(home: Path, *args: str, port: int | None = None) -> subprocess.Complet
     """``byoa-skills sites ARGS`` against the engine on ``port``; without one, while no engine
     runs (nothing answers on its port): the terminal changes the store of ``home``."""
     return subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "sites", *args, "--port", str(port or free_port()),
-         "--token", TOKEN],
-        capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(home)},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "sites",
+            *args,
+            "--port",
+            str(port or free_port()),
+            "--token",
+            TOKEN,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BYOA_SKILLS_HOME": str(home)},
+    )
 
 
 def test_a_return_after_a_restart_brings_back_the_same_grant_and_its_expiry(home: Path) -> None:
@@ -134,8 +145,10 @@ def test_a_grant_ended_while_no_engine_runs_is_not_brought_back_by_a_return(home
         seen["block"] = await asyncio.to_thread(sites, home, "block", origin)
         seen["resume"] = await asyncio.to_thread(sites, home, "resume", origin)
         async with running(home, "b.log") as second:
-            await until(lambda: len(demo.hellos) == 2 or len(link_ends(second)) > before,
-                        "the return, or its refusal")  # fmt: skip
+            await until(
+                lambda: len(demo.hellos) == 2 or len(link_ends(second)) > before,
+                "the return, or its refusal",
+            )
             seen["ends"] = link_ends(second)[before:]
         seen["hellos"] = len(demo.hellos)
         seen["pairings"] = pairings(home)

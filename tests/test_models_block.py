@@ -31,8 +31,13 @@ from byoa_skills.wallet_shim.visitor_choices import (
     read_choices,
 )
 
-BLOCK = {"count": 2, "required": 1, "differentCompanies": True, "why": "two answers compared",
-         "prefer": ["llama", "qwen"]}  # fmt: skip
+BLOCK = {
+    "count": 2,
+    "required": 1,
+    "differentCompanies": True,
+    "why": "two answers compared",
+    "prefer": ["llama", "qwen"],
+}
 
 
 def text_manifest(block: Any = BLOCK, **limits: Any) -> dict[str, Any]:
@@ -45,8 +50,9 @@ def text_manifest(block: Any = BLOCK, **limits: Any) -> dict[str, Any]:
 def test_a_well_formed_block_passes_every_check() -> None:
     assert block_problems(text_manifest()) == []
     assert manifest_problems(text_manifest()) == []
-    assert read_block(text_manifest()) == ModelsBlock(2, 1, True, "two answers compared",
-                                                      ("llama", "qwen"))  # fmt: skip
+    assert read_block(text_manifest()) == ModelsBlock(
+        2, 1, True, "two answers compared", ("llama", "qwen")
+    )
 
 
 @pytest.mark.parametrize(
@@ -78,8 +84,9 @@ def test_a_block_on_the_speech_skill_is_refused() -> None:
     manifest["skills"]["audio.transcribe"]["models"] = BLOCK
     (problem,) = manifest_problems(manifest)
     assert (problem["code"], problem["path"]) == (
-        "models-not-for-skill", "/skills/audio.transcribe/models",
-    )  # fmt: skip
+        "models-not-for-skill",
+        "/skills/audio.transcribe/models",
+    )
 
 
 def test_a_text_skill_without_a_block_asks_for_one_model() -> None:
@@ -99,8 +106,12 @@ def test_the_company_is_what_the_name_says() -> None:
     assert company_of("my-own-finetune") is None
 
 
-MODELS = [offered("lab", "qwen2.5-7b"), offered("lab", "qwen2.5-14b"),
-          offered("home", "llama3.2:3b"), offered("home", "my-finetune")]  # fmt: skip
+MODELS = [
+    offered("lab", "qwen2.5-7b"),
+    offered("lab", "qwen2.5-14b"),
+    offered("home", "llama3.2:3b"),
+    offered("home", "my-finetune"),
+]
 
 
 def test_ticks_are_checked_against_the_block() -> None:
@@ -121,8 +132,11 @@ def test_only_what_the_site_prefers_is_ticked_for_the_visitor() -> None:
     assert block is not None
     assert [m.ref for m in preticked(block, MODELS)] == ["home/llama3.2:3b", "lab/qwen2.5-7b"]
     assert preticked(ModelsBlock(count=1, required=1), MODELS) == []
-    fallback = fallback_ticks(ModelsBlock(count=2, required=2, different_companies=True),
-                              MODELS, default="lab/qwen2.5-14b")  # fmt: skip
+    fallback = fallback_ticks(
+        ModelsBlock(count=2, required=2, different_companies=True),
+        MODELS,
+        default="lab/qwen2.5-14b",
+    )
     assert [m.ref for m in fallback] == ["lab/qwen2.5-14b", "home/llama3.2:3b"]
 
 
@@ -133,8 +147,9 @@ def test_the_visitor_may_only_make_limits_stricter() -> None:
     wider = read_choices({"limits": {"maxCallsPerMinute": 21, "maxParallelCalls": 9}})
     problems = choice_problems(manifest, wider, latest_expiry_minutes=1440, currency="USD")
     assert [(p["code"], p["path"]) for p in problems] == [
-        ("limit-wider", "/limits/maxCallsPerMinute"), ("limit-wider", "/limits/maxParallelCalls"),
-    ]  # fmt: skip
+        ("limit-wider", "/limits/maxCallsPerMinute"),
+        ("limit-wider", "/limits/maxParallelCalls"),
+    ]
     assert ceiling(manifest, "maxCallSeconds") == 120
     later = read_choices({"expiresInMinutes": 61, "budget": "1 EUR"})
     found = choice_problems(manifest, later, latest_expiry_minutes=60, currency="USD")
@@ -165,22 +180,33 @@ def test_choices_of_the_wrong_form_are_refused(body: Any, code: str) -> None:
 
 def test_a_live_grant_is_made_stricter_and_keeps_its_model_codes() -> None:
     manifest = text_manifest(maxCallsPerMinute=20)
-    given = allow_grant(manifest, ["audio.transcribe", "text.generate"], 0,
-                        choices=VisitorChoices(limits={"maxParallelCalls": 4}),
-                        models={"m1": "lab/qwen2.5-7b", "m2": "home/llama3.2:3b"})  # fmt: skip
+    given = allow_grant(
+        manifest,
+        ["audio.transcribe", "text.generate"],
+        0,
+        choices=VisitorChoices(limits={"maxParallelCalls": 4}),
+        models={"m1": "lab/qwen2.5-7b", "m2": "home/llama3.2:3b"},
+    )
     live = build_grant("https://geo.example.org", manifest, given, 0)
     assert live.rate_limit == 20 and live.limits.max_parallel_calls == 4
-    choices = read_choices({"limits": {"maxCallsPerMinute": 3, "maxParallelCalls": None},
-                            "models": ["m2"], "expiresInMinutes": 30})  # fmt: skip
+    choices = read_choices(
+        {
+            "limits": {"maxCallsPerMinute": 3, "maxParallelCalls": None},
+            "models": ["m2"],
+            "expiresInMinutes": 30,
+        }
+    )
     changed = build_grant(live.origin, manifest, changed_grant(live, choices, 0), 0, live.id)
     live.take_terms_of(changed)
     assert live.rate_limit == 3 and live.limits.max_parallel_calls == 8
     assert live.models == {"m2": "home/llama3.2:3b"}
     assert live.expires_ms == 30 * 60_000
     assert live.summary()["models"] == ["m2"]
-    for refused, code in (({"limits": {"maxCallsPerMinute": 40}}, "limit-wider"),
-                          ({"models": ["m1"]}, "model-not-granted"),
-                          ({"expiresInMinutes": 31}, "expiry-later")):  # fmt: skip
+    for refused, code in (
+        ({"limits": {"maxCallsPerMinute": 40}}, "limit-wider"),
+        ({"models": ["m1"]}, "model-not-granted"),
+        ({"expiresInMinutes": 31}, "expiry-later"),
+    ):
         with pytest.raises(ChoiceRefusal) as caught:
             changed_grant(live, read_choices(refused), 0)
         assert caught.value.code == code
@@ -188,9 +214,15 @@ def test_a_live_grant_is_made_stricter_and_keeps_its_model_codes() -> None:
 
 def test_an_allow_gives_the_visitors_budget_expiry_and_limits() -> None:
     manifest = text_manifest()
-    given = allow_grant(manifest, ["text.generate"], 0, models={"m1": "lab/qwen2.5-7b"},
-                        choices=read_choices({"budget": "0.01 USD", "expiresInMinutes": 10,
-                                              "limits": {"maxTextChars": 500}}))  # fmt: skip
+    given = allow_grant(
+        manifest,
+        ["text.generate"],
+        0,
+        models={"m1": "lab/qwen2.5-7b"},
+        choices=read_choices(
+            {"budget": "0.01 USD", "expiresInMinutes": 10, "limits": {"maxTextChars": 500}}
+        ),
+    )
     assert given["budget"] == {"perSession": "0.01 USD"}
     assert given["expiresAt"] == "1970-01-01T00:10:00.000Z"
     assert given["limits"] == {"maxTextChars": 500}

@@ -161,9 +161,15 @@ def test_no_piece_of_a_streamed_answer_from_another_model_reaches_the_site(
         pieces.append((choice, piece))
 
     with serving(openrouter_app) as router:
-        path = sources_file(tmp_path / "sources.json", {
-            "name": "r", "kind": "openrouter", "url": router.url + "/api/v1",
-            "keyEnv": "FAKE_OR_KEY"})  # fmt: skip
+        path = sources_file(
+            tmp_path / "sources.json",
+            {
+                "name": "r",
+                "kind": "openrouter",
+                "url": router.url + "/api/v1",
+                "keyEnv": "FAKE_OR_KEY",
+            },
+        )
         database = WalletDatabase(tmp_path / "wallet.sqlite3")
         text = TextRuntime(SourceStore(path))
         shim = WalletShim(SkillEngine(None, text=text), SiteStore(database), ActivityLog(database))
@@ -171,10 +177,17 @@ def test_no_piece_of_a_streamed_answer_from_another_model_reaches_the_site(
         async def main() -> None:
             messages = {"messages": [{"role": "user", "content": "tell me a long story"}]}
             for model in ("fake/shifty", "fake/echo-1"):
-                made = shim.create_grant(ORIGIN, MANIFEST, {
-                    "byoa": "0.1-draft", "skills": ["text.generate"],
-                    "budget": {"perSession": "0.05 USD"}, "expiresAt": "2099-01-01T00:00:00Z",
-                    "models": {"m1": f"r/{model}"}})  # fmt: skip
+                made = shim.create_grant(
+                    ORIGIN,
+                    MANIFEST,
+                    {
+                        "byoa": "0.1-draft",
+                        "skills": ["text.generate"],
+                        "budget": {"perSession": "0.05 USD"},
+                        "expiresAt": "2099-01-01T00:00:00Z",
+                        "models": {"m1": f"r/{model}"},
+                    },
+                )
                 result = await shim.call(
                     made["grantId"],
                     "text.generate",

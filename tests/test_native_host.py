@@ -64,10 +64,10 @@ def host_env(home: Path) -> dict[str, str]:
 
 def run_host(home: Path, stdin: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
     """The host as the browser starts it, fed ``stdin`` whole, until it ends."""
-    command = [sys.executable, "-m", "byoa_skills", "native-host", *args,
-               "chrome-extension://abc/"]  # fmt: skip
-    return subprocess.run(command, input=stdin, capture_output=True, env=host_env(home),
-                          timeout=60, check=False)  # fmt: skip
+    command = [sys.executable, "-m", "byoa_skills", "native-host", *args, "chrome-extension://abc/"]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, env=host_env(home), timeout=60, check=False
+    )
 
 
 # -- framing ---------------------------------------------------------------------------------
@@ -75,8 +75,9 @@ def run_host(home: Path, stdin: bytes, *args: str) -> subprocess.CompletedProces
 
 def test_a_message_is_a_native_order_length_and_utf8_json() -> None:
     framed_message = encode_message({"id": 1, "text": "Slovenčina"})
-    body = json.dumps({"id": 1, "text": "Slovenčina"}, ensure_ascii=False,
-                      separators=(",", ":")).encode()  # fmt: skip
+    body = json.dumps(
+        {"id": 1, "text": "Slovenčina"}, ensure_ascii=False, separators=(",", ":")
+    ).encode()
     assert framed_message == struct.pack("=I", len(body)) + body
     assert read_message(io.BytesIO(framed_message)) == {"id": 1, "text": "Slovenčina"}
     assert read_message(io.BytesIO(b"")) is None  # the browser closed the pipe
@@ -120,12 +121,17 @@ def test_with_no_engine_every_answer_is_the_pages_no_and_stdout_holds_only_answe
 ) -> None:
     port = free_port()
     messages = [
-        {"id": 1, "type": "request", "origin": PAGE, "manifest": GEO_MANIFEST,
-         "userActivation": True},
+        {
+            "id": 1,
+            "type": "request",
+            "origin": PAGE,
+            "manifest": GEO_MANIFEST,
+            "userActivation": True,
+        },
         {"id": "two", "type": "call", "origin": PAGE, "grantId": "g", "skill": "audio.transcribe"},
         {"id": 3, "type": "release", "origin": PAGE, "grantId": "g"},
         {"id": 4, "type": "something-else"},
-    ]  # fmt: skip
+    ]
     done = run_host(tmp_path, b"".join(map(framed, messages)), f"--port={port}", "--no-start")
     assert done.returncode == 0, done.stderr
     got = sorted(answers(done.stdout), key=lambda answer: str(answer["id"]))
@@ -175,13 +181,31 @@ def test_the_host_starts_the_engine_and_answers_once_it_is_warm(
     SiteStore(database).set_decide_on_my_own(site, True)
     database.close()
     port = free_port()
-    request = {"id": 1, "type": "request", "origin": site, "manifest": GEO_MANIFEST,
-               "userActivation": False}  # fmt: skip
-    command = [sys.executable, "-m", "byoa_skills", "native-host", f"--port={port}",
-               "--serve-arg=--model", "--serve-arg=tiny.en", "--serve-arg=--workers",
-               "--serve-arg=1"]  # fmt: skip
-    host = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=host_env(home))  # fmt: skip
+    request = {
+        "id": 1,
+        "type": "request",
+        "origin": site,
+        "manifest": GEO_MANIFEST,
+        "userActivation": False,
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "byoa_skills",
+        "native-host",
+        f"--port={port}",
+        "--serve-arg=--model",
+        "--serve-arg=tiny.en",
+        "--serve-arg=--workers",
+        "--serve-arg=1",
+    ]
+    host = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=host_env(home),
+    )
     engine_pid = None
     try:
         assert host.stdin is not None and host.stdout is not None
@@ -189,9 +213,15 @@ def test_the_host_starts_the_engine_and_answers_once_it_is_warm(
         host.stdin.flush()
         got = read_message(host.stdout)
         assert got is not None and got["id"] == 1 and got["grant"] is not None, got
-        call = {"id": 2, "type": "call", "origin": site, "grantId": got["grant"]["grantId"],
-                "skill": "audio.transcribe", "params": {"language": "en"},
-                "input": {"audio": {"mime": "audio/wav", "base64": NORWAY}}}  # fmt: skip
+        call = {
+            "id": 2,
+            "type": "call",
+            "origin": site,
+            "grantId": got["grant"]["grantId"],
+            "skill": "audio.transcribe",
+            "params": {"language": "en"},
+            "input": {"audio": {"mime": "audio/wav", "base64": NORWAY}},
+        }
         host.stdin.write(framed(call))
         host.stdin.flush()
         answer = read_message(host.stdout)
@@ -229,10 +259,25 @@ def test_install_writes_a_manifest_for_the_fixed_id_and_a_wrapper_that_runs_the_
     profile = tmp_path / "profile"
     env = {**os.environ, "BYOA_SKILLS_HOME": str(tmp_path / "home")}
     shown = subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "extension", "install", "--browser", "chromium",
-         "--user-data-dir", str(profile), "--port", "9911", "--no-start"],
-        capture_output=True, text=True, env=env, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "extension",
+            "install",
+            "--browser",
+            "chromium",
+            "--user-data-dir",
+            str(profile),
+            "--port",
+            "9911",
+            "--no-start",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     folder = hosts_dir("chromium", profile)
     manifest = json.loads((folder / "org.bringyourownagent.wallet.json").read_text())
     wrapper = Path(manifest["path"])
@@ -244,13 +289,29 @@ def test_install_writes_a_manifest_for_the_fixed_id_and_a_wrapper_that_runs_the_
     assert "native-host --port=9911 --no-start" in script and str(tmp_path / "home") in script
     assert str(extension_dir()) in shown.stdout and extension_id() in shown.stdout
     # the wrapper runs the host: no engine on that port, so the request gets null
-    done = subprocess.run([str(wrapper)], input=framed({"id": 1, "type": "request"}),
-                          capture_output=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [str(wrapper)],
+        input=framed({"id": 1, "type": "request"}),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert answers(done.stdout) == [{"grant": None, "id": 1}]
     removed = subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "extension", "uninstall", "--user-data-dir",
-         str(profile)], capture_output=True, text=True, env=env, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "extension",
+            "uninstall",
+            "--user-data-dir",
+            str(profile),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     assert "removed" in removed.stdout and list(folder.iterdir()) == []
 
 

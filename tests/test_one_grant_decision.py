@@ -39,10 +39,21 @@ def cli(engine: Engine, *args: str, port: int | None = None) -> subprocess.Compl
     """``byoa-skills sites ARGS`` against the running engine (or, with ``port``, against a
     port where no engine answers: the store of the engine's home)."""
     return subprocess.run(
-        [sys.executable, "-m", "byoa_skills", "sites", *args,
-         "--port", str(port or engine.port), "--token", TOKEN],
-        capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(engine.home)},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "sites",
+            *args,
+            "--port",
+            str(port or engine.port),
+            "--token",
+            TOKEN,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BYOA_SKILLS_HOME": str(engine.home)},
+    )
 
 
 def link_entries(engine: Engine, origin: str) -> list[dict[str, Any]]:
@@ -77,9 +88,12 @@ def connected(demo: SiteDemo, code: str) -> WalletConnection:
 
 def speech_grant(seconds: float = 3600, **limits: Any) -> dict[str, Any]:
     """A grant document of :data:`SPEECH`'s skill for ``seconds``, with ``limits`` if any."""
-    document: dict[str, Any] = {"byoa": "0.1-draft", "skills": ["audio.transcribe"],
-                                "budget": {"perSession": "0.05 USD"},
-                                "expiresAt": in_seconds(seconds)}  # fmt: skip
+    document: dict[str, Any] = {
+        "byoa": "0.1-draft",
+        "skills": ["audio.transcribe"],
+        "budget": {"perSession": "0.05 USD"},
+        "expiresAt": in_seconds(seconds),
+    }
     return {**document, "limits": limits} if limits else document
 
 
@@ -128,8 +142,12 @@ def test_a_page_that_asks_again_gets_its_grant_back_with_the_kept_limits(
             await page.answer(await page.next_consent(origin), "decide-on-my-own")
             first = await asking
             seen["again"] = [await page_request(wallet, origin, SPEECH, False) for _ in range(5)]
-            _, seen["narrowed"] = await api(wallet, "POST", "/v1/sites/limits", {
-                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            _, seen["narrowed"] = await api(
+                wallet,
+                "POST",
+                "/v1/sites/limits",
+                {"origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}},
+            )
             seen["after narrowing"] = await page_request(wallet, origin, SPEECH, False)
             await api(wallet, "DELETE", f"/v1/grants/{first['grantId']}")
             seen["fresh"] = await page_request(wallet, origin, SPEECH, False)
@@ -259,8 +277,9 @@ def test_decide_on_my_own_turned_off_from_the_terminal_ends_the_return(
             origin = first["origin"]
             seen["off"] = await asyncio.to_thread(cli, wallet, "decide-on-my-own", origin, "off")
             await connected(demo, code).ws.close()  # the site drops the connection
-            await until(lambda: len(link_entries(wallet, origin)) >= 1, "the link's end",
-                        seconds=20)  # fmt: skip
+            await until(
+                lambda: len(link_entries(wallet, origin)) >= 1, "the link's end", seconds=20
+            )
             seen["ends"] = [e["outcome"] for e in link_entries(wallet, origin)]
             seen["hellos"] = len(demo.hellos)
 
@@ -315,8 +334,9 @@ def test_the_wallet_apps_own_grant_route_keeps_one_grant_a_site(wallet: Engine) 
         body = {"origin": origin, "manifest": SPEECH, "grant": speech_grant()}
         _, seen["first"] = await api(wallet, "POST", "/v1/grants", body)
         grant_id = seen["first"]["grantId"]
-        _, seen["call"] = await api(wallet, "POST", "/v1/skills/audio.transcribe",
-                                    {"grantId": grant_id, "input": HELLO})  # fmt: skip
+        _, seen["call"] = await api(
+            wallet, "POST", "/v1/skills/audio.transcribe", {"grantId": grant_id, "input": HELLO}
+        )
         body = {"origin": origin, "manifest": SPEECH, "grant": speech_grant(maxCallsPerMinute=2)}
         _, seen["second"] = await api(wallet, "POST", "/v1/grants", body)
         _, seen["shown"] = await api(wallet, "GET", f"/v1/grants/{grant_id}")
@@ -341,8 +361,12 @@ def test_an_expired_grants_extension_answer_is_ok_false_alone(wallet: Engine) ->
         assert made["ok"], made
         ends = datetime.fromisoformat(made["expiresAt"].replace("Z", "+00:00"))
         await until(lambda: datetime.now(timezone.utc) > ends, "the grant's expiry")
-        call = {"origin": origin, "grantId": made["grantId"], "skill": "audio.transcribe",
-                "input": HELLO}  # fmt: skip
+        call = {
+            "origin": origin,
+            "grantId": made["grantId"],
+            "skill": "audio.transcribe",
+            "input": HELLO,
+        }
         return (await api(wallet, "POST", "/v1/extension/call", call))[1]
 
     answer = asyncio.run(main())
@@ -356,10 +380,18 @@ def test_a_budget_change_sends_no_grant_frame_the_same_as_the_last(wallet: Engin
         async with linked_site(wallet, "allow") as (demo, code, first):
             origin = first["origin"]
             connection = connected(demo, code)
-            _, seen["budget"] = await api(wallet, "POST", "/v1/sites/limits", {
-                "origin": origin, "choices": {"budget": "0.01 USD"}})  # fmt: skip
-            _, seen["limit"] = await api(wallet, "POST", "/v1/sites/limits", {
-                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            _, seen["budget"] = await api(
+                wallet,
+                "POST",
+                "/v1/sites/limits",
+                {"origin": origin, "choices": {"budget": "0.01 USD"}},
+            )
+            _, seen["limit"] = await api(
+                wallet,
+                "POST",
+                "/v1/sites/limits",
+                {"origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}},
+            )
             await until(lambda: len(connection.grants) >= 2, "the grant frame of the limit")
             seen["frames"] = list(connection.grants)
 
@@ -398,8 +430,12 @@ def test_a_block_from_the_terminal_ends_the_sites_link_and_its_grant(wallet: Eng
             connection = connected(demo, code)
             seen["block"] = await asyncio.to_thread(cli, wallet, "block", origin)
             await until(lambda: connection.said_bye, "bye after a block", seconds=10)
-            call = {"origin": origin, "grantId": first["grantId"], "skill": "audio.transcribe",
-                    "input": HELLO}  # fmt: skip
+            call = {
+                "origin": origin,
+                "grantId": first["grantId"],
+                "skill": "audio.transcribe",
+                "input": HELLO,
+            }
             _, seen["page call"] = await api(wallet, "POST", "/v1/extension/call", call)
             _, seen["grant after"] = await api(wallet, "GET", f"/v1/grants/{first['grantId']}")
             await asyncio.to_thread(cli, wallet, "forget", origin)  # the shared engine's list
@@ -428,13 +464,18 @@ def test_the_visitors_expiry_holds_on_the_next_link_after_a_sites_view_change(
                 await page.answer(consent, "decide-on-my-own", {"expiresInMinutes": 30})
                 _, first = await taking
             assert first["ok"], first
-            _, seen["change"] = await api(wallet, "POST", "/v1/sites/limits", {
-                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            _, seen["change"] = await api(
+                wallet,
+                "POST",
+                "/v1/sites/limits",
+                {"origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}},
+            )
             await api(wallet, "DELETE", f"/v1/grants/{first['grantId']}")
             _, second = demo.new_code("127.0.0.1")
             seen["asked"] = datetime.now(timezone.utc)
-            _, seen["next"] = await api(wallet, "POST", "/v1/links",
-                                        {"link": second, "decision": "ask"})  # fmt: skip
+            _, seen["next"] = await api(
+                wallet, "POST", "/v1/links", {"link": second, "decision": "ask"}
+            )
             seen["hello"] = demo.hellos[-1]["grant"]
             await asyncio.to_thread(cli, wallet, "forget", origin)  # the shared engine's list
         finally:
@@ -473,13 +514,20 @@ def test_a_change_during_the_welcome_wait_is_told_once_the_site_welcomes(
                 api(wallet, "POST", "/v1/links", {"link": link, "decision": "allow"})
             )
             await asyncio.wait_for(heard.wait(), 20)  # the hello is out, the welcome waits
-            _, seen["change"] = await api(wallet, "POST", "/v1/sites/limits", {
-                "origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}})  # fmt: skip
+            _, seen["change"] = await api(
+                wallet,
+                "POST",
+                "/v1/sites/limits",
+                {"origin": origin, "choices": {"limits": {"maxCallsPerMinute": 3}}},
+            )
             welcome_now.set()
             _, seen["taken"] = await taking
             connection = connected(demo, code)
-            await until(lambda: connection.grants[-1]["limits"].get("maxCallsPerMinute") == 3,
-                        "the change told to the site", seconds=10)  # fmt: skip
+            await until(
+                lambda: connection.grants[-1]["limits"].get("maxCallsPerMinute") == 3,
+                "the change told to the site",
+                seconds=10,
+            )
             await asyncio.to_thread(cli, wallet, "forget", origin)  # the shared engine's list
         finally:
             await demo.close()

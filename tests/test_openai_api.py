@@ -48,8 +48,12 @@ def test_each_response_format(engine: Engine) -> None:
 
 
 def test_word_timestamps_are_in_order_within_the_clip(engine: Engine) -> None:
-    answer = transcribe(engine, JFK.open("rb"), response_format="verbose_json",
-                        timestamp_granularities=["word", "segment"])  # fmt: skip
+    answer = transcribe(
+        engine,
+        JFK.open("rb"),
+        response_format="verbose_json",
+        timestamp_granularities=["word", "segment"],
+    )
     assert answer.words and answer.segments
     assert word_recall(SAID, " ".join(w.word for w in answer.words)) >= 0.9
     starts = [w.start for w in answer.words]
@@ -78,8 +82,10 @@ def test_a_translation_is_english(engine: Engine) -> None:
 
 def test_a_translation_is_counted_under_the_skill_activity_names(engine: Engine) -> None:
     before = len(engine.activity())
-    counted = {skill: engine.metric("byoa_calls_total", skill=skill, outcome="ok")
-               for skill in ("audio.transcribe", "audio.translate")}  # fmt: skip
+    counted = {
+        skill: engine.metric("byoa_calls_total", skill=skill, outcome="ok")
+        for skill in ("audio.transcribe", "audio.translate")
+    }
     audio = engine.metric("byoa_audio_seconds_total")
     client(engine).audio.translations.create(
         model="whisper-1", file=(SPEECH / "ru-thanks.wav").open("rb")
@@ -166,8 +172,10 @@ def test_a_long_recording_across_the_pool_hears_what_faster_whisper_hears(
     reference = " ".join(segment.text.strip() for segment in segments)  # its own defaults
     ours, theirs = word_error_rate(said, heard), word_error_rate(said, reference)
     between = word_error_rate(reference, heard)
-    print(f"WER against what was said: engine {ours:.1%}, faster-whisper batched {theirs:.1%}; "
-          f"engine against faster-whisper {between:.1%}")  # fmt: skip
+    print(
+        f"WER against what was said: engine {ours:.1%}, faster-whisper batched {theirs:.1%}; "
+        f"engine against faster-whisper {between:.1%}"
+    )
     assert ours <= theirs + 0.05 and between <= 0.15
 
 

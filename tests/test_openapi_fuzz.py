@@ -32,9 +32,11 @@ from byoa_skills.wallet_shim.shim import WalletShim
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 CHECKS = [
-    not_a_server_error, status_code_conformance, content_type_conformance,
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
     response_schema_conformance,
-]  # fmt: skip
+]
 #: Routes the fuzz leaves out: the WebSockets (their own tests speak them), a page's request
 #: (a valid one waits up to 120 s for the visitor), and the wallet page's routes, which need a
 #: browser's session (tests/test_wallet_page.py).
@@ -59,8 +61,15 @@ def test_every_route_of_the_engine_is_described(tmp_path: Path) -> None:
     consents = ConsentDesk()
     intake = LinkIntake(shim, consents=consents)
     page = WalletPage(engine, shim, intake, consents)
-    app = build_app(engine, EngineMetrics(), TOKEN, shim, intake, page=page,
-                    requests=PageRequests(shim, consents))  # fmt: skip
+    app = build_app(
+        engine,
+        EngineMetrics(),
+        TOKEN,
+        shim,
+        intake,
+        page=page,
+        requests=PageRequests(shim, consents),
+    )
     # the page's files are one route, /wallet/{name}; /wallet only redirects to /wallet/
     aliases = {"/wallet/{name}": "/wallet/", "/wallet": None}
     served: set[tuple[str, str]] = set()
@@ -85,19 +94,21 @@ def _schema() -> schemathesis.schemas.BaseSchema:
 SCHEMA = _schema()
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))  # fmt: skip
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 @given(data=st.data())
 def test_fuzz_the_live_engine(engine: Engine, data: st.DataObject) -> None:
     case = data.draw(SCHEMA.as_strategy())
     case.call_and_validate(
-        base_url=engine.url, headers={"Authorization": f"Bearer {TOKEN}"}, checks=CHECKS,
+        base_url=engine.url,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        checks=CHECKS,
         timeout=30,
-    )  # fmt: skip
+    )
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))  # fmt: skip
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_fuzz_without_a_token(engine: Engine, data: st.DataObject) -> None:
     case = data.draw(SCHEMA.as_strategy())

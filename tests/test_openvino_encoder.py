@@ -212,9 +212,15 @@ def test_importing_the_runtime_does_not_import_openvino() -> None:
 def openvino_engine(engine_home: Path) -> Iterator[Engine]:
     """``serve`` on ``tiny.en`` with one worker, its encoder forced onto OpenVINO."""
     running = start_engine(
-        engine_home, "--model", "tiny.en", "--workers", "1", "--encoder-backend", "openvino",
+        engine_home,
+        "--model",
+        "tiny.en",
+        "--workers",
+        "1",
+        "--encoder-backend",
+        "openvino",
         log_name="serve-openvino.log",
-    )  # fmt: skip
+    )
     try:
         running.wait_ready()
         yield running
@@ -235,9 +241,10 @@ def test_health_and_each_answer_name_the_encoder_that_ran(openvino_engine: Engin
             aiohttp.ClientSession() as session,
             session.post(
                 f"{openvino_engine.url}/v1/skills/audio.transcribe",
-                json=payload, headers={"Authorization": f"Bearer {TOKEN}"},
+                json=payload,
+                headers={"Authorization": f"Bearer {TOKEN}"},
             ) as response,
-        ):  # fmt: skip
+        ):
             return response.status, response.headers["Server-Timing"], await response.json()
 
     status, timing, answer = asyncio.run(call())
@@ -253,7 +260,9 @@ def test_the_serve_flag_refuses_an_unknown_encoder(tmp_path: Path) -> None:
 
     done = subprocess.run(
         [sys.executable, "-m", "byoa_skills", "serve", "--encoder-backend", "onnx"],
-        capture_output=True, text=True, env={**os.environ, "BYOA_SKILLS_HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BYOA_SKILLS_HOME": str(tmp_path)},
         timeout=60,
-    )  # fmt: skip
+    )
     assert done.returncode == 2 and "--encoder-backend" in done.stderr

@@ -205,8 +205,9 @@ def test_a_slot_whose_worker_keeps_failing_to_start_gives_up(
 ) -> None:
     private = tmp_path / "tiny.en"
     shutil.copytree(tiny.model_dir, private)
-    config = replace(tiny, model_dir=private, max_queue=4, max_start_failures=3,
-                     restart_backoff=0.05)  # fmt: skip
+    config = replace(
+        tiny, model_dir=private, max_queue=4, max_start_failures=3, restart_backoff=0.05
+    )
     events: list[str] = []
 
     async def main() -> dict[str, object]:
@@ -223,11 +224,15 @@ def test_a_slot_whose_worker_keeps_failing_to_start_gives_up(
             failed_starts = events.count("worker-start-failed")
             await asyncio.sleep(1.0)  # 20 times the first back-off: no slot tries again
             return {
-                "first": first, "queued": queued, "late": late, "ready": pool.ready,
+                "first": first,
+                "queued": queued,
+                "late": late,
+                "ready": pool.ready,
                 "failed_starts": failed_starts,
                 "failed_starts_later": events.count("worker-start-failed"),
-                "pids": pool.worker_pids(), "children": multiprocessing.active_children(),
-            }  # fmt: skip
+                "pids": pool.worker_pids(),
+                "children": multiprocessing.active_children(),
+            }
         finally:
             await pool.close()
 
@@ -256,9 +261,10 @@ def test_each_worker_draws_its_own_recycle_threshold(tiny: PoolConfig) -> None:
 
     async def main() -> tuple[list[int], int]:
         pool = WorkerPool(
-            config, on_event=lambda kind, value: events.append((kind, value)),
+            config,
+            on_event=lambda kind, value: events.append((kind, value)),
             rng=random.Random(seed),
-        )  # fmt: skip
+        )
         await pool.start()
         try:
             thresholds = pool.recycle_thresholds()
@@ -340,11 +346,13 @@ def test_the_engine_flags_take_their_defaults_from_the_pool_config() -> None:
     assert (cpu.batch_window, cpu.encoder_seconds) == (0.0, None)
     assert DEFAULT_ENCODER_SECONDS == 30.0  # the whole window, words first
     assert cpu.encoder_window is None and cpu.decode_options() == DecodeOptions()
-    short = pool_config(build_parser().parse_args(["serve", "--encoder-seconds", "15"]),
-                        "base", Path("m"), "cpu")  # fmt: skip
+    short = pool_config(
+        build_parser().parse_args(["serve", "--encoder-seconds", "15"]), "base", Path("m"), "cpu"
+    )
     assert short.encoder_window == 15.0 == short.decode_options().encoder_seconds
-    whole = pool_config(build_parser().parse_args(["serve", "--encoder-seconds", "30"]),
-                        "tiny.en", Path("m"), "cpu")  # fmt: skip
+    whole = pool_config(
+        build_parser().parse_args(["serve", "--encoder-seconds", "30"]), "tiny.en", Path("m"), "cpu"
+    )
     assert whole.encoder_window is None and whole.decode_options().encoder_seconds is None
     torch = replace(cpu, backend=Backend.TORCH)
     assert torch.encoder_window is None and torch.decode_options().encoder_seconds is None

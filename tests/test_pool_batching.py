@@ -109,8 +109,13 @@ def test_a_call_within_the_window_joins_the_batch(tiny: PoolConfig) -> None:
 
 def test_a_batch_keeps_clips_of_one_length_together_and_each_deadline(tiny: PoolConfig) -> None:
     config = replace(tiny, max_batch=4)
-    waiting = [("en-hello.wav", 120.0), ("en-long.wav", 120.0), ("country-peru.wav", 120.0),
-               ("jfk.wav", 120.0), ("country-kenya.wav", 0.05)]  # fmt: skip
+    waiting = [
+        ("en-hello.wav", 120.0),
+        ("en-long.wav", 120.0),
+        ("country-peru.wav", 120.0),
+        ("jfk.wav", 120.0),
+        ("country-kenya.wav", 0.05),
+    ]
 
     async def body(pool: WorkerPool) -> list:
         blocker = asyncio.create_task(outcome(pool.transcribe(clip("jfk.wav"), "en")))
@@ -148,8 +153,9 @@ def test_each_call_keeps_its_own_deadline_inside_a_batch(tiny: PoolConfig) -> No
         while pool.busy_workers == 0:
             await asyncio.sleep(0.01)
         # these two wait together and run as one batch after the blocker
-        answers = await together(pool, [(clip("jfk.wav"), "en", 0.05),
-                                        (clip("jfk.wav"), "en", 120.0)])  # fmt: skip
+        answers = await together(
+            pool, [(clip("jfk.wav"), "en", 0.05), (clip("jfk.wav"), "en", 120.0)]
+        )
         await blocker
         return answers, pool.restarts
 
@@ -163,8 +169,9 @@ def test_a_crash_inside_a_batch_answers_its_calls_and_loses_no_other(tiny: PoolC
     config = replace(tiny, max_batch=3)
 
     async def body(pool: WorkerPool) -> tuple[list, int]:
-        calls = [asyncio.create_task(outcome(pool.transcribe(clip("jfk.wav"), "en")))
-                 for _ in range(6)]  # fmt: skip
+        calls = [
+            asyncio.create_task(outcome(pool.transcribe(clip("jfk.wav"), "en"))) for _ in range(6)
+        ]
         while pool.busy_workers == 0:
             await asyncio.sleep(0.01)
         os.kill(pool.worker_pids()[0], signal.SIGKILL)

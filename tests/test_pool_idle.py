@@ -91,8 +91,16 @@ def test_warm_up_returns_once_every_worker_is_warm(idle_pool: PoolConfig) -> Non
 
 
 def test_a_grant_is_answered_once_the_workers_are_warm_again(engine_home: Path) -> None:
-    engine = start_engine(engine_home, "--model", "tiny.en", "--workers", "1",
-                          "--idle-release", "1", log_name="idle.log")  # fmt: skip
+    engine = start_engine(
+        engine_home,
+        "--model",
+        "tiny.en",
+        "--workers",
+        "1",
+        "--idle-release",
+        "1",
+        log_name="idle.log",
+    )
     try:
         engine.wait_ready()
 
@@ -102,14 +110,16 @@ def test_a_grant_is_answered_once_the_workers_are_warm_again(engine_home: Path) 
                 assert time.monotonic() < limit
                 await asyncio.sleep(0.1)
             headers = {"Authorization": f"Bearer {TOKEN}"}
-            body = {"origin": "https://geo.example.org", "manifest": GEO_MANIFEST,
-                    "grant": grant()}  # fmt: skip
+            body = {"origin": "https://geo.example.org", "manifest": GEO_MANIFEST, "grant": grant()}
             async with aiohttp.ClientSession(headers=headers) as session:
                 async with session.post(f"{engine.url}/v1/grants", json=body) as answer:
                     status, granted = answer.status, await answer.json()
                 warm_at_answer = engine.warm()
-                call = {"grantId": granted["grantId"],
-                        "input": skill_input("jfk.wav"), "params": {"language": "en"}}  # fmt: skip
+                call = {
+                    "grantId": granted["grantId"],
+                    "input": skill_input("jfk.wav"),
+                    "params": {"language": "en"},
+                }
                 url = f"{engine.url}/v1/skills/audio.transcribe"
                 async with session.post(url, json=call) as answered:
                     call_status = answered.status

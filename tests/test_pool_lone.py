@@ -34,8 +34,13 @@ def two(engine_home: Path) -> PoolConfig:
 @pytest.fixture(scope="module")
 def slow(two: PoolConfig) -> PoolConfig:
     """The same pool on the whole 30 s window, so that a long clip takes seconds."""
-    return PoolConfig(model_dir=two.model_dir, workers=2, lone_call_threads=2,
-                      encoder_seconds=30.0, idle_release=0)  # fmt: skip
+    return PoolConfig(
+        model_dir=two.model_dir,
+        workers=2,
+        lone_call_threads=2,
+        encoder_seconds=30.0,
+        idle_release=0,
+    )
 
 
 async def running_on(pool: WorkerPool, task: asyncio.Task[Transcription]) -> int:

@@ -28,8 +28,16 @@ EXIT_SECONDS = 20
 
 def small_engine(home: Path, log_name: str, idle_release: str = "2") -> Engine:
     """``serve`` with one ``tiny.en`` worker, let go after ``idle_release`` idle seconds."""
-    return start_engine(home, "--model", "tiny.en", "--workers", "1",
-                        "--idle-release", idle_release, log_name=log_name)  # fmt: skip
+    return start_engine(
+        home,
+        "--model",
+        "tiny.en",
+        "--workers",
+        "1",
+        "--idle-release",
+        idle_release,
+        log_name=log_name,
+    )
 
 
 def wait_for_line(engine: Engine, text: str, seconds: float = 300) -> None:
@@ -87,8 +95,9 @@ def with_signal(pid: int, signum: signal.Signals) -> None:
 def ask_for_grant(engine: Engine) -> None:
     """POST /v1/grants for ``audio.transcribe`` (it wakes the workers); the answer is not
     read: the engine may stop first."""
-    body = json.dumps({"origin": "https://geo.example.org", "manifest": GEO_MANIFEST,
-                       "grant": grant()}).encode()  # fmt: skip
+    body = json.dumps(
+        {"origin": "https://geo.example.org", "manifest": GEO_MANIFEST, "grant": grant()}
+    ).encode()
     request = urllib.request.Request(f"{engine.url}/v1/grants", data=body, method="POST")
     request.add_header("Authorization", f"Bearer {TOKEN}")
     request.add_header("Content-Type", "application/json")

@@ -47,8 +47,24 @@ def silent_hour(folder: Path) -> Path:
     """59 minutes of silence as FLAC, 173 kB (made by sox, as a visitor would)."""
     path = folder / "silent.flac"
     if not path.exists():
-        subprocess.run(["sox", "-D", "-n", "-r", "16000", "-c", "1", "-b", "16", str(path),
-                        "trim", "0", "3540"], check=True)  # fmt: skip
+        subprocess.run(
+            [
+                "sox",
+                "-D",
+                "-n",
+                "-r",
+                "16000",
+                "-c",
+                "1",
+                "-b",
+                "16",
+                str(path),
+                "trim",
+                "0",
+                "3540",
+            ],
+            check=True,
+        )
     return path
 
 
@@ -147,24 +163,38 @@ def test_serve_refuses_a_limit_that_is_not_a_finite_positive_number(
     tmp_path: Path, name: str, value: str
 ) -> None:
     env = {**os.environ, "BYOA_SKILLS_HOME": str(tmp_path), name: value}
-    done = subprocess.run([sys.executable, "-m", "byoa_skills", "serve", "--model", "tiny.en"],
-                          capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "byoa_skills", "serve", "--model", "tiny.en"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and name in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_the_limits_are_finite_and_positive() -> None:
-    limits = UploadLimits.from_env({"BYOA_SKILLS_MAX_RECORDING_MINUTES": "90",
-                                    "BYOA_SKILLS_MAX_UPLOAD_MB": "0.5",
-                                    "BYOA_SKILLS_RECORDINGS_AT_ONCE": "3",
-                                    "BYOA_SKILLS_UPLOADS_WAITING": "4",
-                                    "BYOA_SKILLS_UPLOADS_WAITING_MB": "48"})  # fmt: skip
+    limits = UploadLimits.from_env(
+        {
+            "BYOA_SKILLS_MAX_RECORDING_MINUTES": "90",
+            "BYOA_SKILLS_MAX_UPLOAD_MB": "0.5",
+            "BYOA_SKILLS_RECORDINGS_AT_ONCE": "3",
+            "BYOA_SKILLS_UPLOADS_WAITING": "4",
+            "BYOA_SKILLS_UPLOADS_WAITING_MB": "48",
+        }
+    )
     assert (limits.max_seconds, limits.max_bytes, limits.at_once) == (5400.0, 512 * 1024, 3)
     assert (limits.waiting, limits.waiting_bytes) == (4, 48 * MIB)
     assert (UploadLimits().waiting, UploadLimits().waiting_bytes) == (8, 100 * MIB)
-    for wrong in ({"max_seconds": float("inf")}, {"max_bytes": 0}, {"at_once": 0},
-                  {"waiting": 0}, {"waiting_bytes": 0}):  # fmt: skip
+    for wrong in (
+        {"max_seconds": float("inf")},
+        {"max_bytes": 0},
+        {"at_once": 0},
+        {"waiting": 0},
+        {"waiting_bytes": 0},
+    ):
         with pytest.raises(ValueError):
             UploadLimits(**wrong)  # type: ignore[arg-type]
 
@@ -183,8 +213,10 @@ def test_pieces_waiting_never_take_a_sites_place_in_the_queue(engine_home: Path)
         pool = WorkerPool(config)
         await pool.start()
         try:
-            pieces = [asyncio.create_task(pool.transcribe(clip, "en", priority=Priority.BULK))
-                      for _ in range(8)]  # fmt: skip
+            pieces = [
+                asyncio.create_task(pool.transcribe(clip, "en", priority=Priority.BULK))
+                for _ in range(8)
+            ]
             for _ in range(3000):  # a piece runs, the others wait (within 30 s)
                 if pool.busy_workers:
                     break
@@ -226,15 +258,19 @@ def small_engine(engine_home: Path) -> Iterator[Engine]:
         running.stop()
 
 
-async def post_file(session: aiohttp.ClientSession, engine: Engine, data: bytes, name: str,
-                    **fields: str) -> tuple[int, dict[str, object]]:  # fmt: skip
+async def post_file(
+    session: aiohttp.ClientSession, engine: Engine, data: bytes, name: str, **fields: str
+) -> tuple[int, dict[str, object]]:
     form = aiohttp.FormData()
     form.add_field("file", data, filename=name)
     form.add_field("model", "whisper-1")
     for key, value in fields.items():
         form.add_field(key, value)
-    async with session.post(f"{engine.url}/v1/audio/transcriptions", data=form,
-                            headers={"Authorization": f"Bearer {TOKEN}"}) as response:  # fmt: skip
+    async with session.post(
+        f"{engine.url}/v1/audio/transcriptions",
+        data=form,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as response:
         return response.status, await response.json(content_type=None)
 
 
@@ -260,8 +296,11 @@ def test_three_silent_hours_at_once_take_turns_and_little_memory(
 
     async def main() -> list[tuple[int, dict[str, object]]]:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session:
-            return list(await asyncio.gather(*(post_file(session, small_engine, data, "s.flac")
-                                               for _ in range(3))))  # fmt: skip
+            return list(
+                await asyncio.gather(
+                    *(post_file(session, small_engine, data, "s.flac") for _ in range(3))
+                )
+            )
 
     answers = asyncio.run(main())
     grown = status_mib(pid, "VmHWM") - before
@@ -285,13 +324,16 @@ def test_sites_clips_are_answered_while_recordings_fill_the_pool(
 
     async def main() -> tuple[list[int], list[tuple[int, str]]]:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session:
-            jobs = [asyncio.create_task(post_file(session, small_engine, data, "a.flac",
-                                                  language="en")) for _ in range(2)]  # fmt: skip
+            jobs = [
+                asyncio.create_task(post_file(session, small_engine, data, "a.flac", language="en"))
+                for _ in range(2)
+            ]
             await asyncio.sleep(1.0)  # their pieces run and wait in the pool
             sites = []
             while not all(job.done() for job in jobs) or not sites:
-                async with session.post(f"{small_engine.url}/v1/skills/audio.transcribe",
-                                        data=site, headers=headers) as response:  # fmt: skip
+                async with session.post(
+                    f"{small_engine.url}/v1/skills/audio.transcribe", data=site, headers=headers
+                ) as response:
                     body = await response.json(content_type=None)
                     sites.append((response.status, str(body.get("code", "ok"))))
                 await asyncio.sleep(0.2)
@@ -306,8 +348,9 @@ def test_sites_clips_are_answered_while_recordings_fill_the_pool(
 def chunked_form(boundary: str, parts: list[tuple[str, bytes]]) -> Iterator[bytes]:
     for name, value in parts:
         filename = '; filename="a.wav"' if name == "file" else ""
-        yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"{filename}"
-               f"\r\n\r\n").encode()  # fmt: skip
+        yield (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"{filename}\r\n\r\n'
+        ).encode()
         for start in range(0, len(value), 256 * 1024):
             yield value[start : start + 256 * 1024]
         yield b"\r\n"
@@ -321,13 +364,15 @@ async def post_chunked(engine: Engine, parts: list[tuple[str, bytes]]) -> tuple[
         for chunk in chunked_form(boundary, parts):
             yield chunk
 
-    headers = {"Authorization": f"Bearer {TOKEN}",
-               "Content-Type": f"multipart/form-data; boundary={boundary}"}  # fmt: skip
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+    }
     async with (
         aiohttp.ClientSession() as session,
         session.post(
             f"{engine.url}/v1/audio/transcriptions", data=body(), headers=headers
-        ) as response,  # fmt: skip
+        ) as response,
     ):
         assert "Content-Length" not in response.request_info.headers
         answer = await response.json(content_type=None)
@@ -338,12 +383,14 @@ def test_a_chunked_form_counts_against_the_upload_limit(small_engine: Engine) ->
     jfk = (SPEECH / "jfk.wav").read_bytes()
     fields = [(f"note{i}", b"x" * 60_000) for i in range(20)]  # each within a field's limit
     near_limit = wav_from_int16(np.zeros((UPLOAD_MB * MIB - 100) // 2, dtype="<i2"))
-    over = asyncio.run(post_chunked(small_engine, [("model", b"whisper-1"), *fields,
-                                                   ("file", near_limit)]))  # fmt: skip
+    over = asyncio.run(
+        post_chunked(small_engine, [("model", b"whisper-1"), *fields, ("file", near_limit)])
+    )
     assert over == (413, "file-too-large")
     many = [(f"n{i}", b"1") for i in range(40)]
-    too_many = asyncio.run(post_chunked(small_engine, [("model", b"whisper-1"), *many,
-                                                       ("file", jfk)]))  # fmt: skip
+    too_many = asyncio.run(
+        post_chunked(small_engine, [("model", b"whisper-1"), *many, ("file", jfk)])
+    )
     assert too_many == (400, "bad-request")
     fine = asyncio.run(post_chunked(small_engine, [("model", b"whisper-1"), ("file", jfk)]))
     assert fine == (200, "ok")

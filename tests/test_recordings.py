@@ -100,8 +100,12 @@ def test_what_no_decoder_reads_and_what_is_too_long_are_refused(tmp_path: Path) 
 
 def test_chunks_are_joined_into_pieces_of_at_most_one_window() -> None:
     window = 30 * 16000
-    chunks = [(0, 5 * 16000), (6 * 16000, 20 * 16000), (24 * 16000, 40 * 16000),
-              (41 * 16000, 120 * 16000)]  # fmt: skip
+    chunks = [
+        (0, 5 * 16000),
+        (6 * 16000, 20 * 16000),
+        (24 * 16000, 40 * 16000),
+        (41 * 16000, 120 * 16000),
+    ]
     pieces = join_chunks(chunks, window)
     assert [p.index for p in pieces] == list(range(len(pieces)))
     assert all(0 < p.frames <= window for p in pieces)

@@ -49,10 +49,24 @@ GATE_SOURCE = inspect.getsource(bringyourownagent.gate)
 JFK = Path(__file__).parent / "data" / "speech" / "jfk.wav"
 #: The modules that hold the engine's refusal types.
 ERROR_MODULES = (
-    wav_errors, pool_errors, recording_errors, store_errors, byoag_errors, model_errors,
-    text_errors, speech_errors, grants, extension_requests, framing, addresses, check, frames,
-    openai_api, openai_shape, recording_service,
-)  # fmt: skip
+    wav_errors,
+    pool_errors,
+    recording_errors,
+    store_errors,
+    byoag_errors,
+    model_errors,
+    text_errors,
+    speech_errors,
+    grants,
+    extension_requests,
+    framing,
+    addresses,
+    check,
+    frames,
+    openai_api,
+    openai_shape,
+    recording_service,
+)
 #: Every refusal type, by name: the classes of those modules that carry a code.
 REFUSAL_TYPES = {
     f"{module.__name__}.{name}": kind
@@ -61,17 +75,35 @@ REFUSAL_TYPES = {
     if isinstance(kind, type)
     and issubclass(kind, Exception)
     and kind.__module__ == module.__name__
-    and ("code" in vars(kind) or "self.code = " in inspect.getsource(kind)
-         or issubclass(kind, Refusal))
-}  # fmt: skip
+    and (
+        "code" in vars(kind)
+        or "self.code = " in inspect.getsource(kind)
+        or issubclass(kind, Refusal)
+    )
+}
 #: Refusal codes that the engine gives as a string, not as one of its lists.
 SPOKEN_CODES = {
-    "unknown-skill", "skill-unavailable", "bad-params", "not-ready", "shutting-down",
-    "unauthorized", "forbidden-host", "forbidden-origin", "not-found", "method-not-allowed",
-    "bad-request", "missing-file", "unknown-grant", "not-registered",
-    "outside-registration-scope", "too-many-parallel-calls", "site-paused", "site-blocked",
-    "site-unreadable", "too-many-links",
-}  # fmt: skip
+    "unknown-skill",
+    "skill-unavailable",
+    "bad-params",
+    "not-ready",
+    "shutting-down",
+    "unauthorized",
+    "forbidden-host",
+    "forbidden-origin",
+    "not-found",
+    "method-not-allowed",
+    "bad-request",
+    "missing-file",
+    "unknown-grant",
+    "not-registered",
+    "outside-registration-scope",
+    "too-many-parallel-calls",
+    "site-paused",
+    "site-blocked",
+    "site-unreadable",
+    "too-many-links",
+}
 
 
 def every_code() -> dict[str, set[str]]:
@@ -84,12 +116,15 @@ def every_code() -> dict[str, set[str]]:
         "recordings": set(recording_errors.CODES),
         "store": set(STORE_CODES),
         "frames": set(frames.CODES),
-        "pool": {kind.code for kind in vars(pool_errors).values()
-                 if isinstance(kind, type) and issubclass(kind, pool_errors.CallFailure)},
+        "pool": {
+            kind.code
+            for kind in vars(pool_errors).values()
+            if isinstance(kind, type) and issubclass(kind, pool_errors.CallFailure)
+        },
         "table": set(codes.HTTP_STATUS),
         "spoken": SPOKEN_CODES,
         "gate": set(re.findall(r'(?:add|_reason)\(\s*"([a-z0-9-]+)"', GATE_SOURCE)),
-    }  # fmt: skip
+    }
 
 
 def all_codes() -> list[str]:
@@ -123,10 +158,18 @@ def test_each_code_has_one_status_on_every_route(code: str) -> None:
 
 @pytest.mark.parametrize(
     ("code", "status"),
-    [("not-ready", 503), ("queue-full", 503), ("unknown-model", 404), ("worker-crashed", 500),
-     ("source-down", 503), ("file-too-large", 413), ("deadline-exceeded", 504),
-     ("site-unreadable", 403), ("not-mono", 400)],
-)  # fmt: skip
+    [
+        ("not-ready", 503),
+        ("queue-full", 503),
+        ("unknown-model", 404),
+        ("worker-crashed", 500),
+        ("source-down", 503),
+        ("file-too-large", 413),
+        ("deadline-exceeded", 504),
+        ("site-unreadable", 403),
+        ("not-mono", 400),
+    ],
+)
 def test_the_codes_that_drifted_have_one_status(code: str, status: int) -> None:
     assert http_status(CallResult.refused(code, "refused")) == status
     assert openai_api.refused(code, "refused").status == status

@@ -68,9 +68,12 @@ def model_dir(engine_home: Path) -> Callable[[str], Path]:
 @pytest.fixture(scope="module")
 def torch_tiny(model_dir: Callable[[str], Path]) -> WhisperTorchBackend:
     backend = load_backend(
-        model_dir("tiny.en"), model_name="tiny.en", device=DEVICE, cpu_threads=TORCH_THREADS,
+        model_dir("tiny.en"),
+        model_name="tiny.en",
+        device=DEVICE,
+        cpu_threads=TORCH_THREADS,
         backend="torch",
-    )  # fmt: skip
+    )
     assert isinstance(backend, WhisperTorchBackend)
     return backend
 
@@ -124,29 +127,47 @@ def test_conversion_is_exact_for_every_parameter(
     state = torch_tiny.model.state_dict()
     d = 384
     rules = [  # transformers' name → CTranslate2's name and the rows it takes
-        (r"model\.(encoder|decoder)\.layers\.(\d+)\.self_attn\.([qkv])_proj\.(weight|bias)",
-         lambda m: (f"{m[1]}/layer_{m[2]}/self_attention/linear_0/{m[4]}", "qkv".index(m[3]))),
-        (r"model\.decoder\.layers\.(\d+)\.encoder_attn\.q_proj\.(weight|bias)",
-         lambda m: (f"decoder/layer_{m[1]}/attention/linear_0/{m[2]}", None)),
-        (r"model\.decoder\.layers\.(\d+)\.encoder_attn\.([kv])_proj\.(weight|bias)",
-         lambda m: (f"decoder/layer_{m[1]}/attention/linear_1/{m[3]}", "kv".index(m[2]))),
-        (r"model\.(encoder|decoder)\.layers\.(\d+)\.self_attn\.out_proj\.(weight|bias)",
-         lambda m: (f"{m[1]}/layer_{m[2]}/self_attention/linear_1/{m[3]}", None)),
-        (r"model\.decoder\.layers\.(\d+)\.encoder_attn\.out_proj\.(weight|bias)",
-         lambda m: (f"decoder/layer_{m[1]}/attention/linear_2/{m[2]}", None)),
-        (r"model\.(encoder|decoder)\.layers\.(\d+)\.fc([12])\.(weight|bias)",
-         lambda m: (f"{m[1]}/layer_{m[2]}/ffn/linear_{int(m[3]) - 1}/{m[4]}", None)),
-        (r"model\.(encoder|decoder)\.layers\.(\d+)\.(self_attn|encoder_attn|final)_layer_norm\."
-         r"(weight|bias)",
-         lambda m: (f"{m[1]}/layer_{m[2]}/{BLOCKS[m[3]]}/layer_norm/{NORMS[m[4]]}", None)),
-        (r"model\.(encoder|decoder)\.layer_norm\.(weight|bias)",
-         lambda m: (f"{m[1]}/layer_norm/{NORMS[m[2]]}", None)),
-        (r"model\.(encoder|decoder)\.embed_positions\.weight",
-         lambda m: (f"{m[1]}/position_encodings/encodings", None)),
+        (
+            r"model\.(encoder|decoder)\.layers\.(\d+)\.self_attn\.([qkv])_proj\.(weight|bias)",
+            lambda m: (f"{m[1]}/layer_{m[2]}/self_attention/linear_0/{m[4]}", "qkv".index(m[3])),
+        ),
+        (
+            r"model\.decoder\.layers\.(\d+)\.encoder_attn\.q_proj\.(weight|bias)",
+            lambda m: (f"decoder/layer_{m[1]}/attention/linear_0/{m[2]}", None),
+        ),
+        (
+            r"model\.decoder\.layers\.(\d+)\.encoder_attn\.([kv])_proj\.(weight|bias)",
+            lambda m: (f"decoder/layer_{m[1]}/attention/linear_1/{m[3]}", "kv".index(m[2])),
+        ),
+        (
+            r"model\.(encoder|decoder)\.layers\.(\d+)\.self_attn\.out_proj\.(weight|bias)",
+            lambda m: (f"{m[1]}/layer_{m[2]}/self_attention/linear_1/{m[3]}", None),
+        ),
+        (
+            r"model\.decoder\.layers\.(\d+)\.encoder_attn\.out_proj\.(weight|bias)",
+            lambda m: (f"decoder/layer_{m[1]}/attention/linear_2/{m[2]}", None),
+        ),
+        (
+            r"model\.(encoder|decoder)\.layers\.(\d+)\.fc([12])\.(weight|bias)",
+            lambda m: (f"{m[1]}/layer_{m[2]}/ffn/linear_{int(m[3]) - 1}/{m[4]}", None),
+        ),
+        (
+            r"model\.(encoder|decoder)\.layers\.(\d+)\.(self_attn|encoder_attn|final)_layer_norm\."
+            r"(weight|bias)",
+            lambda m: (f"{m[1]}/layer_{m[2]}/{BLOCKS[m[3]]}/layer_norm/{NORMS[m[4]]}", None),
+        ),
+        (
+            r"model\.(encoder|decoder)\.layer_norm\.(weight|bias)",
+            lambda m: (f"{m[1]}/layer_norm/{NORMS[m[2]]}", None),
+        ),
+        (
+            r"model\.(encoder|decoder)\.embed_positions\.weight",
+            lambda m: (f"{m[1]}/position_encodings/encodings", None),
+        ),
         (r"model\.encoder\.(conv[12])\.(weight|bias)", lambda m: (f"encoder/{m[1]}/{m[2]}", None)),
         (r"model\.decoder\.embed_tokens\.weight", lambda m: ("decoder/embeddings/weight", None)),
         (r"proj_out\.weight", lambda m: ("decoder/projection/weight", None)),
-    ]  # fmt: skip
+    ]
     used: set[str] = set()
     for name, tensor in state.items():
         source, part = next(
@@ -344,8 +365,19 @@ def test_the_pool_worker_and_the_cli_load_the_torch_backend(
     assert not isinstance(backend, WhisperCT2Backend)
 
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(engine_home))
-    status = main(["transcribe", "--backend", "torch", "--model", "tiny.en", "--threads", "1",
-                   "--json", str(SPEECH / "jfk.wav")])  # fmt: skip
+    status = main(
+        [
+            "transcribe",
+            "--backend",
+            "torch",
+            "--model",
+            "tiny.en",
+            "--threads",
+            "1",
+            "--json",
+            str(SPEECH / "jfk.wav"),
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert status == 0 and report["ok"]
     assert "ask not what your country can do" in " ".join(words(report["text"]))

@@ -10,8 +10,13 @@ from pathlib import Path
 
 def byoa_skills(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "XDG_DATA_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "byoa_skills", *args],
-                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "byoa_skills", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_install_writes_a_user_desktop_entry_for_the_scheme(tmp_path: Path) -> None:

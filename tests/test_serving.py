@@ -39,8 +39,7 @@ class Served:
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        ending = await serve_calls(ws, self.answer, over_bound=self.refuse_over_bound,
-                                   **self.rules)  # fmt: skip
+        ending = await serve_calls(ws, self.answer, over_bound=self.refuse_over_bound, **self.rules)
         self.ending.set_result(ending)
         return ws
 

@@ -50,9 +50,16 @@ def new_grant(
     """A grant of its own: a site holds one grant, so each grant here is for an origin of
     its own unless ``origin`` is given."""
     origin = origin or f"https://geo-{next(_SITES)}.example.org"
-    status, answer = request(engine, "POST", "/v1/grants", {
-        "origin": origin, "manifest": manifest_doc or GEO_MANIFEST, "grant": grant(**changes),
-    })  # fmt: skip
+    status, answer = request(
+        engine,
+        "POST",
+        "/v1/grants",
+        {
+            "origin": origin,
+            "manifest": manifest_doc or GEO_MANIFEST,
+            "grant": grant(**changes),
+        },
+    )
     assert status == 200, answer
     return answer["grantId"]
 
@@ -72,10 +79,16 @@ def messages(text: str) -> dict[str, Any]:
 
 
 def test_a_grant_is_taken_and_released(engine: Engine) -> None:
-    status, answer = request(engine, "POST", "/v1/grants", {
-        "origin": "https://GEO.example.org:443", "manifest": GEO_MANIFEST,
-        "grant": grant(limits={"maxParallelCalls": 3, "maxClipSeconds": 12}),
-    })  # fmt: skip
+    status, answer = request(
+        engine,
+        "POST",
+        "/v1/grants",
+        {
+            "origin": "https://GEO.example.org:443",
+            "manifest": GEO_MANIFEST,
+            "grant": grant(limits={"maxParallelCalls": 3, "maxClipSeconds": 12}),
+        },
+    )
     assert status == 200
     assert answer["skills"] == ["audio.transcribe", "text.generate"]
     assert answer["limits"] == {  # in force: the stricter of manifest and grant
@@ -115,8 +128,11 @@ BAD_GRANTS = [
 ]
 
 
-@pytest.mark.parametrize(("manifest_doc", "grant_doc", "code", "path"), BAD_GRANTS,
-                         ids=[f"{c}-{i}" for i, (_, _, c, _) in enumerate(BAD_GRANTS)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("manifest_doc", "grant_doc", "code", "path"),
+    BAD_GRANTS,
+    ids=[f"{c}-{i}" for i, (_, _, c, _) in enumerate(BAD_GRANTS)],
+)
 def test_bad_grants_are_refused_with_codes_and_paths(
     engine: Engine, manifest_doc: Any, grant_doc: Any, code: str, path: str
 ) -> None:
@@ -171,8 +187,10 @@ def test_text_too_long_counts_code_points(engine: Engine) -> None:
 
 def test_the_rate_limit(engine: Engine) -> None:
     grant_id = new_grant(engine, limits={"maxCallsPerMinute": 2})
-    codes = [call(engine, grant_id, "audio.transcribe", HELLO, language="en")[1].get("code")
-             for _ in range(3)]  # fmt: skip
+    codes = [
+        call(engine, grant_id, "audio.transcribe", HELLO, language="en")[1].get("code")
+        for _ in range(3)
+    ]
     assert codes == [None, None, "rate-exceeded"]
 
 
@@ -211,10 +229,16 @@ def test_models_and_answer_tokens(engine: Engine) -> None:
 def test_parallel_calls_beyond_the_limit_are_refused_at_once(engine: Engine) -> None:
     grant_id = new_grant(engine, limits={"maxParallelCalls": 3, "maxCallsPerMinute": 100})
     frames = [
-        {"type": "call", "id": index, "grantId": grant_id, "skill": "audio.transcribe",
-         "input": JFK, "params": {"language": "en"}}
+        {
+            "type": "call",
+            "id": index,
+            "grantId": grant_id,
+            "skill": "audio.transcribe",
+            "input": JFK,
+            "params": {"language": "en"},
+        }
         for index in range(50)
-    ]  # fmt: skip
+    ]
     answers = asyncio.run(call_ws(engine, frames, expect=50))
     codes = [answer.get("code") for answer in answers]
     assert codes.count(None) >= 3
@@ -260,8 +284,13 @@ def test_the_activity_and_sites_commands_read_what_the_engine_wrote(engine: Engi
     env = {**os.environ, "BYOA_SKILLS_HOME": str(engine.home)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "byoa_skills", *args],
-                              capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "byoa_skills", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
 
     shown = cli("activity", "--origin", origin, "--json")
     assert shown.returncode == 0, shown.stderr

@@ -32,13 +32,19 @@ NOW = 1_790_000_000_000  # 2026-09-21, in milliseconds
 SKILLS = ["audio.transcribe", "text.generate", "image.generate"]
 PROVIDERS = ["local-model", "home-server", "api-key", "subscription", "connected-account"]
 
-money = st.builds(lambda cents, cur: f"{cents / 100:.2f} {cur}",
-                  st.integers(0, 50), st.sampled_from(["USD", "USD", "USD", "EUR"]))  # fmt: skip
-limits = st.fixed_dictionaries({}, optional={
-    "maxClipSeconds": st.sampled_from([0, 1, 5, 15, 2.5]),
-    "maxTextChars": st.integers(0, 40),
-    "maxCallsPerMinute": st.integers(0, 4),
-})  # fmt: skip
+money = st.builds(
+    lambda cents, cur: f"{cents / 100:.2f} {cur}",
+    st.integers(0, 50),
+    st.sampled_from(["USD", "USD", "USD", "EUR"]),
+)
+limits = st.fixed_dictionaries(
+    {},
+    optional={
+        "maxClipSeconds": st.sampled_from([0, 1, 5, 15, 2.5]),
+        "maxTextChars": st.integers(0, 40),
+        "maxCallsPerMinute": st.integers(0, 4),
+    },
+)
 
 
 @st.composite
@@ -59,10 +65,18 @@ def cases(
         expiresAt=rfc3339(NOW + draw(st.integers(-120_000, 3_600_000))),
         limits=draw(limits) or None,
         localOnly=draw(st.sampled_from([None, True, False])),
-        warnIf=draw(st.fixed_dictionaries({}, optional={
-            "sendsText": st.booleans(), "callCostAbove": money, "spendAbove": money,
-        })) or None,
-    )  # fmt: skip
+        warnIf=draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "sendsText": st.booleans(),
+                    "callCostAbove": money,
+                    "spendAbove": money,
+                },
+            )
+        )
+        or None,
+    )
     skill = draw(st.sampled_from(SKILLS))
     measured = {
         "skill": skill,
@@ -81,10 +95,12 @@ def cases(
 def test_decisions_equal_the_reference_gate(case) -> None:  # type: ignore[no-untyped-def]
     manifest, document, measured, now, call_times, spent = case
     reference_call = {
-        "skill": measured["skill"], "at": rfc3339(now), "provider": measured["provider"],
+        "skill": measured["skill"],
+        "at": rfc3339(now),
+        "provider": measured["provider"],
         "estimatedCost": measured["estimate"],
         "input": {"clipSeconds": measured["clipSeconds"], "textChars": measured["textChars"]},
-    }  # fmt: skip
+    }
     state = {"spent": spent, "callTimes": [rfc3339(t) for t in call_times]}
     expected = check_call(manifest, document, reference_call, state)
     try:
@@ -101,8 +117,13 @@ def test_decisions_equal_the_reference_gate(case) -> None:  # type: ignore[no-un
     built.spent = Decimal(spent.split()[0])
     built.call_times.extend(sorted(call_times))
     measured_input = {"clipSeconds": measured["clipSeconds"], "textChars": measured["textChars"]}
-    call = Measured(measured["skill"], {}, measured_input, measured["provider"],
-                    Decimal(measured["estimate"].split()[0]))  # fmt: skip
+    call = Measured(
+        measured["skill"],
+        {},
+        measured_input,
+        measured["provider"],
+        Decimal(measured["estimate"].split()[0]),
+    )
     decided = _decide(built, call, now)
     assert decided.decision == expected["decision"]
     assert [r["code"] for r in decided.reasons] == [r["code"] for r in expected["reasons"]]
@@ -133,8 +154,7 @@ def run_shim(config: PoolConfig, tmp_path: Path, body, **shim_options):  # type:
         try:
             engine = SkillEngine(pool)
             database = WalletDatabase(tmp_path / "wallet.sqlite3")
-            shim = WalletShim(engine, SiteStore(database), ActivityLog(database),
-                              **shim_options)  # fmt: skip
+            shim = WalletShim(engine, SiteStore(database), ActivityLog(database), **shim_options)
             return await body(shim)
         finally:
             await pool.close()
@@ -147,15 +167,17 @@ HELLO = skill_input("en-hello.wav")
 
 def test_concurrent_calls_never_overspend(pool_config: PoolConfig, tmp_path: Path) -> None:
     async def body(shim: WalletShim) -> tuple[list[Any], dict[str, Any]]:
-        summary = shim.create_grant("https://paid.example", GEO_MANIFEST,
-                                    grant(budget={"perSession": "0.05 USD"}))  # fmt: skip
-        calls = [shim.call(summary["grantId"], "audio.transcribe", HELLO, {"language": "en"})
-                 for _ in range(20)]  # fmt: skip
+        summary = shim.create_grant(
+            "https://paid.example", GEO_MANIFEST, grant(budget={"perSession": "0.05 USD"})
+        )
+        calls = [
+            shim.call(summary["grantId"], "audio.transcribe", HELLO, {"language": "en"})
+            for _ in range(20)
+        ]
         results = await asyncio.gather(*calls)
         return results, shim.grants.get(summary["grantId"]).record()
 
-    results, record = run_shim(pool_config, tmp_path, body,
-                               pricing=priced("local-model", "0.01"))  # fmt: skip
+    results, record = run_shim(pool_config, tmp_path, body, pricing=priced("local-model", "0.01"))
     assert sum(r.ok for r in results) == 5
     refused = [r for r in results if not r.ok]
     assert {(r.code, r.decision) for r in refused} == {("budget-exceeded", "ask")}
@@ -173,14 +195,16 @@ def test_an_approved_ask_runs(pool_config: PoolConfig, tmp_path: Path) -> None:
         return True
 
     async def body(shim: WalletShim) -> list[Any]:
-        summary = shim.create_grant("https://paid.example", GEO_MANIFEST,
-                                    grant(budget={"perSession": "0.01 USD"}))  # fmt: skip
+        summary = shim.create_grant(
+            "https://paid.example", GEO_MANIFEST, grant(budget={"perSession": "0.01 USD"})
+        )
         # at once: the second is checked while the first holds its reservation
         calls = [shim.call(summary["grantId"], "audio.transcribe", HELLO) for _ in range(2)]
         return await asyncio.gather(*calls)
 
-    first, second = run_shim(pool_config, tmp_path, body, ask=approve,
-                             pricing=priced("local-model", "0.01"))  # fmt: skip
+    first, second = run_shim(
+        pool_config, tmp_path, body, ask=approve, pricing=priced("local-model", "0.01")
+    )
     assert first.ok and second.ok
     assert asked == [["budget-exceeded"]]
 
@@ -209,14 +233,24 @@ def test_the_rate_limit_holds_over_a_minute(pool_config: PoolConfig, tmp_path: P
 
     outcomes = run_shim(pool_config, tmp_path, body, clock=lambda: clock[0])
     # the window is (now - 60 s, now]: the call at 0 leaves it at 60 s, the next at 70 s
-    assert outcomes == ["ok", "ok", "ok", "rate-exceeded", "rate-exceeded",
-                        "ok", "rate-exceeded", "ok", "ok"]  # fmt: skip
+    assert outcomes == [
+        "ok",
+        "ok",
+        "ok",
+        "rate-exceeded",
+        "rate-exceeded",
+        "ok",
+        "rate-exceeded",
+        "ok",
+        "ok",
+    ]
 
 
 def test_a_failed_call_frees_its_slot(pool_config: PoolConfig, tmp_path: Path) -> None:
     async def body(shim: WalletShim) -> tuple[str, dict[str, Any]]:
-        summary = shim.create_grant("https://a.example", GEO_MANIFEST,
-                                    grant(limits={"maxCallSeconds": 0.05}))  # fmt: skip
+        summary = shim.create_grant(
+            "https://a.example", GEO_MANIFEST, grant(limits={"maxCallSeconds": 0.05})
+        )
         result = await shim.call(summary["grantId"], "audio.transcribe", skill_input("jfk.wav"))
         return str(result.code), shim.grants.get(summary["grantId"]).record()
 

@@ -32,14 +32,14 @@ def clip(file: str) -> np.ndarray:
 def short_window(engine_home: Path) -> Iterator[SpeechBackend]:
     """``base`` encoding 15 s of each window, as ``--encoder-seconds 15`` runs it."""
     folder = model_path("base", cache_dir=engine_home / "cache" / "models")
-    yield load_backend(folder, model_name="base", cpu_threads=2,
-                       options=DecodeOptions(encoder_seconds=15.0))  # fmt: skip
+    yield load_backend(
+        folder, model_name="base", cpu_threads=2, options=DecodeOptions(encoder_seconds=15.0)
+    )
 
 
 def heard(text: str, **how: object) -> Transcript:
     how = {"avg_logprob": -0.3, **how}
-    return Transcript(text=text, language="en", language_probability=1.0, seconds=0.1,
-                      **how)  # type: ignore[arg-type]  # fmt: skip
+    return Transcript(text=text, language="en", language_probability=1.0, seconds=0.1, **how)  # type: ignore[arg-type]
 
 
 def test_what_counts_as_degenerate() -> None:
@@ -129,16 +129,27 @@ def test_a_clip_longer_than_the_short_window_uses_the_whole_one(
 
 # --- the window ladder and the decode per clip -------------------------------------------
 
-LADDER = DecodeOptions(encoder_seconds=15.0, windows=(5.0, 10.0), window_margin=1.0,
-                       max_tokens_per_second=12.0, greedy_up_to_seconds=6.0,
-                       greedy_fallback_logprob=-0.6)  # fmt: skip
+LADDER = DecodeOptions(
+    encoder_seconds=15.0,
+    windows=(5.0, 10.0),
+    window_margin=1.0,
+    max_tokens_per_second=12.0,
+    greedy_up_to_seconds=6.0,
+    greedy_fallback_logprob=-0.6,
+)
 
 
 def test_each_clip_starts_on_the_shortest_window_that_holds_it_with_the_margin() -> None:
     assert LADDER.window_ladder() == (5.0, 10.0, 15.0, 30.0)
     assert [LADDER.first_window(s, "en") for s in (1.5, 4.0, 4.5, 9.0, 13.9, 15.0, 15.1)] == [
-        5.0, 5.0, 10.0, 10.0, 15.0, 15.0, 30.0,
-    ]  # fmt: skip
+        5.0,
+        5.0,
+        10.0,
+        10.0,
+        15.0,
+        15.0,
+        30.0,
+    ]
     floors = DecodeOptions(encoder_seconds=15.0, windows=(5.0, 10.0), window_floors=(("ru", 10.0),))
     assert (floors.first_window(2.0, "ru"), floors.first_window(2.0, "en")) == (10.0, 5.0)
     assert (
@@ -147,8 +158,10 @@ def test_each_clip_starts_on_the_shortest_window_that_holds_it_with_the_margin()
     assert (LADDER.beams_for(3.0, "en"), LADDER.beams_for(9.0, "en")) == (1, 5)
     only = DecodeOptions(greedy_up_to_seconds=6.0, greedy_languages=frozenset({"en"}))
     assert (only.beams_for(3.0, "en"), only.beams_for(3.0, "ru"), only.beams_for(3.0, None)) == (
-        1, 5, 5,
-    )  # fmt: skip
+        1,
+        5,
+        5,
+    )
 
 
 def test_the_guard_climbs_the_ladder_and_sends_a_weak_greedy_answer_to_the_beam() -> None:

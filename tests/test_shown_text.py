@@ -25,11 +25,41 @@ RLO = "\u202e"
 
 @pytest.mark.parametrize(
     "char",
-    ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
-     "\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad",
-     "\x00", "\x1b", "\r", "\x7f", "\u0085", "\u2028", "\u2029", "\ud800", "\ue000", "\U000e0041",
-     "\u3164", "\ufe0f", "\u034f", "\U000e0100"],
-)  # fmt: skip
+    [
+        "\u202a",
+        "\u202b",
+        "\u202c",
+        "\u202d",
+        "\u202e",
+        "\u2066",
+        "\u2067",
+        "\u2068",
+        "\u2069",
+        "\u200e",
+        "\u200f",
+        "\u061c",
+        "\u200b",
+        "\u200c",
+        "\u200d",
+        "\u2060",
+        "\ufeff",
+        "\u00ad",
+        "\x00",
+        "\x1b",
+        "\r",
+        "\x7f",
+        "\u0085",
+        "\u2028",
+        "\u2029",
+        "\ud800",
+        "\ue000",
+        "\U000e0041",
+        "\u3164",
+        "\ufe0f",
+        "\u034f",
+        "\U000e0100",
+    ],
+)
 def test_every_bidi_control_and_invisible_character_is_shown_as_a_marker(char: str) -> None:
     assert hidden(char)
     assert shown(f"a{char}b") == f"a⟨U+{ord(char):04X}⟩b"
@@ -41,8 +71,16 @@ def test_a_reversed_text_is_shown_in_the_order_it_holds() -> None:
 
 
 def test_ordinary_text_of_every_script_line_breaks_and_tabs_are_kept() -> None:
-    for text in ("Family geography game", "Игра о странах", "国の名前ゲーム", "لعبة البلدان",  # noqa: RUF001
-                 "משחק", "two\nlines\tand a tab", "naïve café", "0.05 USD"):  # fmt: skip
+    for text in (
+        "Family geography game",
+        "Игра о странах",  # noqa: RUF001
+        "国の名前ゲーム",
+        "لعبة البلدان",
+        "משחק",
+        "two\nlines\tand a tab",
+        "naïve café",
+        "0.05 USD",
+    ):
         assert shown(text) == text
 
 
@@ -50,8 +88,12 @@ def test_ordinary_text_of_every_script_line_breaks_and_tabs_are_kept() -> None:
     ("host", "heading", "unicode", "warning"),
     [
         ("xn--pypal-4ve.com", "xn--pypal-4ve.com", "p\u0430ypal.com", MIXED_WARNING),
-        ("xn--80ak6aa92e.com", "xn--80ak6aa92e.com", "\u0430\u0440\u0440\u04cf\u0435.com",
-         MIXED_WARNING),  # an all-Cyrillic look-alike of a Latin name: Cyrillic with .com
+        (
+            "xn--80ak6aa92e.com",
+            "xn--80ak6aa92e.com",
+            "\u0430\u0440\u0440\u04cf\u0435.com",
+            MIXED_WARNING,
+        ),  # an all-Cyrillic look-alike of a Latin name: Cyrillic with .com
         ("xn--e1afmkfd.com", "xn--e1afmkfd.com", "пример.com", MIXED_WARNING),
         ("xn--n3h.example", "xn--n3h.example", "☃.example", MIXED_WARNING),  # not a letter
         ("xn--e1afmkfd.xn--p1ai", "пример.рф", "пример.рф", None),  # Cyrillic alone
@@ -60,14 +102,29 @@ def test_ordinary_text_of_every_script_line_breaks_and_tabs_are_kept() -> None:
         ("paypal.com", "paypal.com", "paypal.com", None),
         ("127.0.0.1", "127.0.0.1", "127.0.0.1", None),
         ("[::1]", "[::1]", "[::1]", None),
-        ("xn--99999999999.example", "xn--99999999999.example", "xn--99999999999.example",
-         UNREADABLE_WARNING),
+        (
+            "xn--99999999999.example",
+            "xn--99999999999.example",
+            "xn--99999999999.example",
+            UNREADABLE_WARNING,
+        ),
         ("a\u200bb.example", "a⟨U+200B⟩b.example", "a⟨U+200B⟩b.example", HIDDEN_WARNING),
     ],
-    ids=["latin-with-cyrillic-a", "cyrillic-apple", "cyrillic-dot-com", "symbol",
-         "cyrillic-only", "japanese", "latin-accent", "ascii", "ipv4", "ipv6", "bad-punycode",
-         "zero-width"],
-)  # fmt: skip
+    ids=[
+        "latin-with-cyrillic-a",
+        "cyrillic-apple",
+        "cyrillic-dot-com",
+        "symbol",
+        "cyrillic-only",
+        "japanese",
+        "latin-accent",
+        "ascii",
+        "ipv4",
+        "ipv6",
+        "bad-punycode",
+        "zero-width",
+    ],
+)
 def test_a_host_is_headed_in_unicode_only_when_its_letters_are_in_one_script(
     host: str, heading: str, unicode: str, warning: str | None
 ) -> None:
@@ -77,9 +134,19 @@ def test_a_host_is_headed_in_unicode_only_when_its_letters_are_in_one_script(
 
 def test_scripts_come_from_the_characters_names() -> None:
     assert [script_of(c) for c in "aаαא例えアー1-\u0301ʼ"] == [  # noqa: RUF001
-        "LATIN", "CYRILLIC", "GREEK", "HEBREW", "HAN", "HIRAGANA", "KATAKANA", "KATAKANA",
-        "Common", "Common", "Common", "Unknown",
-    ]  # fmt: skip
+        "LATIN",
+        "CYRILLIC",
+        "GREEK",
+        "HEBREW",
+        "HAN",
+        "HIRAGANA",
+        "KATAKANA",
+        "KATAKANA",
+        "Common",
+        "Common",
+        "Common",
+        "Unknown",
+    ]
     assert one_script("bücher-2") and one_script("例えjp") and one_script("한국어abc")
     assert not one_script("pаypal") and not one_script("αβγabc") and not one_script("例え한")  # noqa: RUF001
 

@@ -70,11 +70,21 @@ class StandInWallet:
             aiohttp.ClientSession() as http,
             http.ws_connect(self.params["endpoint"]) as ws,
         ):
-            await ws.send_str(json.dumps({
-                "type": "hello", "v": "0.1", "session": self.params["session"],
-                "pairing": None, "wallet": {"name": "stand-in", "version": "0.1"},
-                "grant": {"skills": ["audio.transcribe"], "expiresAt": "2099-01-01T00:00:00Z"},
-            }))  # fmt: skip
+            await ws.send_str(
+                json.dumps(
+                    {
+                        "type": "hello",
+                        "v": "0.1",
+                        "session": self.params["session"],
+                        "pairing": None,
+                        "wallet": {"name": "stand-in", "version": "0.1"},
+                        "grant": {
+                            "skills": ["audio.transcribe"],
+                            "expiresAt": "2099-01-01T00:00:00Z",
+                        },
+                    }
+                )
+            )
             async for message in ws:
                 frame = json.loads(message.data)
                 if frame["type"] == "welcome":
@@ -105,18 +115,27 @@ class StandInTextWallet:
         self.calls: list[dict[str, Any]] = []
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.grant = {
-            "skills": ["text.generate"], "expiresAt": "2099-01-01T00:00:00Z",
-            "limits": {"maxCallsPerMinute": 20, "maxParallelCalls": 8}, "models": ["m1", "m2"],
-        }  # fmt: skip
+            "skills": ["text.generate"],
+            "expiresAt": "2099-01-01T00:00:00Z",
+            "limits": {"maxCallsPerMinute": 20, "maxParallelCalls": 8},
+            "models": ["m1", "m2"],
+        }
 
     async def run(self) -> None:
         async with aiohttp.ClientSession() as http, http.ws_connect(self.params["endpoint"]) as ws:
             self.ws = ws
-            await ws.send_str(json.dumps({
-                "type": "hello", "v": "0.1", "session": self.params["session"],
-                "pairing": None, "wallet": {"name": "stand-in", "version": "0.1"},
-                "grant": self.grant,
-            }))  # fmt: skip
+            await ws.send_str(
+                json.dumps(
+                    {
+                        "type": "hello",
+                        "v": "0.1",
+                        "session": self.params["session"],
+                        "pairing": None,
+                        "wallet": {"name": "stand-in", "version": "0.1"},
+                        "grant": self.grant,
+                    }
+                )
+            )
             async for message in ws:
                 frame = json.loads(message.data)
                 if frame["type"] != "call":
@@ -145,8 +164,7 @@ async def browser_page(
     assert CHROMIUM, "headless Chromium is needed (scripts/bootstrap.sh dev installs it)"
     async with playwright.async_playwright() as driver:
         flags = [*FLAGS, f"--use-file-for-fake-audio-capture={clip}"]
-        browser = await driver.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                               args=flags)  # fmt: skip
+        browser = await driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
         try:
             page = await browser.new_page()
             if init_script:

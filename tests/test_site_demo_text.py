@@ -59,8 +59,9 @@ def ask(site: Site, session: str, question: str, **more: Any) -> asyncio.Task[An
     """``POST /byoa/ask`` in the background: the task gives ``(status, body)``."""
 
     async def post() -> tuple[int, Any]:
-        async with site.http.post(site.url + "/byoa/ask", params={"session": session},
-                                  json={"question": question, **more}) as response:  # fmt: skip
+        async with site.http.post(
+            site.url + "/byoa/ask", params={"session": session}, json={"question": question, **more}
+        ) as response:
             return response.status, await response.json()
 
     return asyncio.create_task(post())
@@ -107,8 +108,11 @@ def test_the_text_link_carries_a_models_block_of_two_models_from_different_compa
         manifest = decode_manifest(manifest64)
         block = manifest["skills"]["text.generate"]["models"]
         assert (block["count"], block["required"], block["differentCompanies"]) == (2, 2, True)
-        assert set(manifest["purpose"]["limits"]) >= {"maxTextChars", "maxAnswerTokens",
-                                                      "maxCallsPerMinute"}  # fmt: skip
+        assert set(manifest["purpose"]["limits"]) >= {
+            "maxTextChars",
+            "maxAnswerTokens",
+            "maxCallsPerMinute",
+        }
         assert validate_manifest(manifest)["ok"] is True
         assert block_problems(manifest) == []
         assert check_link(link, dev_local=True).ok
@@ -137,10 +141,12 @@ def test_a_question_goes_to_each_granted_code_and_each_answer_keeps_its_code() -
         await result(ws, by_model["m1"]["id"], None)
         status, answered = await asked
         assert status == 200
-        assert answered == {"answers": [
-            {"model": "m1", "text": None, "pieces": 0},
-            {"model": "m2", "text": "Rayleigh scattering.", "pieces": 0},
-        ]}  # fmt: skip
+        assert answered == {
+            "answers": [
+                {"model": "m1", "text": None, "pieces": 0},
+                {"model": "m2", "text": "Rayleigh scattering.", "pieces": 0},
+            ]
+        }
 
         # The answer's length the page chose goes in params.maxTokens.
         asked = ask(site, session, "Short?", maxTokens=5)
@@ -216,8 +222,9 @@ def test_the_site_refuses_a_question_it_will_not_send_each_with_its_code() -> No
         async with site.http.post(url, params={"session": session}, data="{}") as answer:
             assert (answer.status, (await answer.json())["error"]) == (415, "not-json")
         json_type = {"Content-Type": "application/json"}
-        async with site.http.post(url, params={"session": session}, data="{",
-                                  headers=json_type) as answer:  # fmt: skip
+        async with site.http.post(
+            url, params={"session": session}, data="{", headers=json_type
+        ) as answer:
             refusal = await answer.json()
             assert answer.status == 400 and refusal["error"] == "body-invalid"
             assert refusal["message"] == "the body must be a JSON object"
@@ -249,8 +256,10 @@ def test_a_grant_frame_changes_what_the_page_is_shown_and_where_questions_go() -
         await grant_frame(ws, models=["m2"], limits=limits)
         await shown_when(site, session, lambda v: v["grant"]["models"] == ["m2"])
         shown = await view(site, session)
-        assert shown == {"state": "connected", "grant": {**TEXT_GRANT, "models": ["m2"],
-                                                           "limits": limits}}  # fmt: skip
+        assert shown == {
+            "state": "connected",
+            "grant": {**TEXT_GRANT, "models": ["m2"], "limits": limits},
+        }
         asked = ask(site, session, "Only m2?")
         call = await frame(ws)
         assert call["params"]["model"] == "m2"
@@ -309,8 +318,10 @@ def test_bye_ends_the_session_for_the_page_and_a_dropped_socket_leaves_it_away()
         await shown_when(site, session, lambda v: v["grant"]["models"] == ["m1"])
         await ws.close()
         await shown_when(site, session, lambda v: v["state"] == "away")
-        assert await view(site, session) == {"state": "away",
-                                             "grant": {**TEXT_GRANT, "models": ["m1"]}}  # fmt: skip
+        assert await view(site, session) == {
+            "state": "away",
+            "grant": {**TEXT_GRANT, "models": ["m1"]},
+        }
         assert (await ask(site, session, "Anyone there?"))[1] == {"answers": []}
 
         # It comes back with its pairing and a new grant: the page's session code finds it.
@@ -347,8 +358,14 @@ def test_the_text_page_is_served_from_the_package_and_asks_for_the_manifest_the_
                 assert "default-src 'self'" in response.headers["Content-Security-Policy"]
                 texts[path] = await response.text()
         page, script = texts["/"], texts["/static/text.js"]
-        for needed in ('id="wallet-link"', 'id="open-wallet" hidden', 'id="question"',
-                       'id="answers"', 'id="grant-models"', 'src="/static/text.js"'):  # fmt: skip
+        for needed in (
+            'id="wallet-link"',
+            'id="open-wallet" hidden',
+            'id="question"',
+            'id="answers"',
+            'id="grant-models"',
+            'src="/static/text.js"',
+        ):
             assert needed in page
         for text in texts.values():
             assert "innerHTML" not in text and "outerHTML" not in text
@@ -429,8 +446,9 @@ def test_the_real_wallet_answers_with_each_ticked_model_and_tells_a_change_and_t
                 assert demo.connection(session) is not None, "the wallet did not connect"
                 seen.append(await shown())
                 question = {"question": "Name a country.", "maxTokens": 12}
-                async with http.post(url + "/byoa/ask", params={"session": session},
-                                     json=question) as answer:  # fmt: skip
+                async with http.post(
+                    url + "/byoa/ask", params={"session": session}, json=question
+                ) as answer:
                     seen.append(await answer.json())
 
                 changes = {"origin": origin, "choices": {"limits": {"maxCallsPerMinute": 5}}}

@@ -39,9 +39,12 @@ def old_files(folder: Path) -> None:
     folder.mkdir(parents=True)
     sites = {
         GAME: {"state": "blocked", "since": "2026-11-01T10:00:00Z", "note": "too loud"},
-        "http://localhost:8080": {"state": "paused", "since": "2026-11-02T10:00:00Z",
-                                  "firstSeen": "2026-11-01T09:00:00Z"},
-    }  # fmt: skip
+        "http://localhost:8080": {
+            "state": "paused",
+            "since": "2026-11-02T10:00:00Z",
+            "firstSeen": "2026-11-01T09:00:00Z",
+        },
+    }
     (folder / "sites.json").write_text(json.dumps({"version": 1, "sites": sites}))
     pairing = {"link": "bringyourownagent://connect?v=0.1", "pairing": "tok"}
     (folder / "pairings.json").write_text(json.dumps({"https://quiz.example.org": pairing}))
@@ -93,9 +96,14 @@ def test_the_old_json_files_are_imported_once_and_kept_as_backups(tmp_path: Path
     assert [entry["n"] for entry in entries] == [0, 1, 2]  # the torn line is skipped
     names = sorted(path.name for path in folder.iterdir())
     assert names == [
-        "activity.imported", "pairings.json.imported", "recent-codes.json.imported",
-        "sites.json.imported", "wallet.sqlite3", "wallet.sqlite3-shm", "wallet.sqlite3-wal",
-    ]  # fmt: skip
+        "activity.imported",
+        "pairings.json.imported",
+        "recent-codes.json.imported",
+        "sites.json.imported",
+        "wallet.sqlite3",
+        "wallet.sqlite3-shm",
+        "wallet.sqlite3-wal",
+    ]
     (folder / "sites.json").write_text(json.dumps({"version": 1, "sites": {}}))
     assert SiteStore(WalletDatabase(database.path)).state(GAME) == "blocked"  # not read again
 
@@ -175,8 +183,10 @@ def test_a_lock_of_a_moment_is_waited_out_and_any_other_error_is_not() -> None:
         while_busy(broken)
     assert calls == [1]
     with pytest.raises(sqlite3.OperationalError, match="locked"):
-        while_busy(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")),
-                   seconds=0.05)  # fmt: skip
+        while_busy(
+            lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")),
+            seconds=0.05,
+        )
 
 
 OPENER = textwrap.dedent(
@@ -224,8 +234,9 @@ def budget_shim(database: WalletDatabase) -> WalletShim:
     def pricing(call: PreparedCall) -> tuple[str, Decimal]:
         return "api-key", Decimal("0.01")
 
-    return WalletShim(SkillEngine(None), SiteStore(database), ActivityLog(database),
-                      pricing=pricing)  # fmt: skip
+    return WalletShim(
+        SkillEngine(None), SiteStore(database), ActivityLog(database), pricing=pricing
+    )
 
 
 def test_a_grant_its_calls_and_its_spend_outlive_the_process(tmp_path: Path) -> None:
@@ -282,10 +293,12 @@ def test_forgetting_a_site_removes_its_kept_grants_and_pairing(tmp_path: Path) -
     PairingStore(database).keep(GAME, {"link": "x", "pairing": "y"})
     database.flush()
     assert shim.sites.forget(GAME) is True
-    counts = database.read(lambda db: [
-        db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in ("grants", "link_pairings")
-    ])  # fmt: skip
+    counts = database.read(
+        lambda db: [
+            db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("grants", "link_pairings")
+        ]
+    )
     assert counts == [0, 0]
 
 

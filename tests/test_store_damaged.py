@@ -57,8 +57,9 @@ def mount(folder: Path, options: str) -> bool:
     """Mount a tmpfs on ``folder``; whether it could be (it needs root)."""
     if not IS_ROOT or shutil.which("mount") is None:
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
-                          capture_output=True)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True
+    )
     return done.returncode == 0
 
 
@@ -176,12 +177,14 @@ async def wallet_api(engine: Engine, calls: list[tuple[str, str, Any]]) -> list[
     answers = []
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
         code = ticket["url"].split("#ticket=", 1)[1]
-        signed = await session.post(f"{origin}/wallet/api/session", headers={"Origin": origin},
-                                    json={"ticket": code})  # fmt: skip
+        signed = await session.post(
+            f"{origin}/wallet/api/session", headers={"Origin": origin}, json={"ticket": code}
+        )
         assert signed.status == 200
         for method, path, body in calls:
-            async with session.request(method, origin + path, json=body,
-                                       headers={"Origin": origin}) as response:  # fmt: skip
+            async with session.request(
+                method, origin + path, json=body, headers={"Origin": origin}
+            ) as response:
                 answers.append((response.status, await response.json(content_type=None)))
     return answers
 
@@ -202,7 +205,7 @@ def transcribe_over_openai(engine: Engine) -> tuple[int, str]:
             aiohttp.ClientSession() as session,
             session.post(
                 f"{engine.url}/v1/audio/transcriptions", data=form, headers=headers
-            ) as response,  # fmt: skip
+            ) as response,
         ):
             return response.status, (await response.json()).get("text", "")
 
@@ -226,12 +229,20 @@ def test_every_site_is_refused_site_unreadable(damaged: tuple[Engine, str]) -> N
 
     async def main() -> list[tuple[int, Any]]:
         return [
-            await api(engine, "POST", "/v1/grants",
-                      {"origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()}),
+            await api(
+                engine,
+                "POST",
+                "/v1/grants",
+                {"origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()},
+            ),
             await api(engine, "POST", "/v1/links", {"link": make_link(9), "decision": "allow"}),
-            await api(engine, "POST", "/v1/extension/request",
-                      {"origin": SITE, "manifest": GEO_MANIFEST, "userActivation": True}),
-        ]  # fmt: skip
+            await api(
+                engine,
+                "POST",
+                "/v1/extension/request",
+                {"origin": SITE, "manifest": GEO_MANIFEST, "userActivation": True},
+            ),
+        ]
 
     (grant_status, granted), (link_status, linked), (asked_status, asked) = asyncio.run(main())
     assert (grant_status, granted["code"]) == (403, "site-unreadable")
@@ -269,11 +280,22 @@ def test_the_cli_transcribes_with_the_store_damaged(engine_home: Path, tmp_path:
     try:
         running.wait_ready()
         done = subprocess.run(
-            [sys.executable, "-m", "byoa_skills", "transcribe", "--model", "tiny.en",
-             "--language", "en", str(HELLO)],
-            env={**os.environ, "BYOA_SKILLS_HOME": str(home)}, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "byoa_skills",
+                "transcribe",
+                "--model",
+                "tiny.en",
+                "--language",
+                "en",
+                str(HELLO),
+            ],
+            env={**os.environ, "BYOA_SKILLS_HOME": str(home)},
+            capture_output=True,
+            text=True,
             timeout=300,
-        )  # fmt: skip
+        )
         assert done.returncode == 0, done.stderr
         assert word_recall("Hello world.", done.stdout) >= 0.5
         assert health(running)["store"]["code"] == "store-damaged"
@@ -321,9 +343,16 @@ def test_hostile_legacy_json_is_skipped_and_counted(engine_home: Path, tmp_path:
     (data / "pairings.json").write_text(
         '{"https://p.example.org": {"link": "bringyourownagent://x", "pairing": NaN}}'
     )
-    (data / "sites.json").write_text(json.dumps({"version": 1, "sites": {
-        SITE: {"state": "blocked", "since": "2026-11-01T00:00:00Z", "firstSeen": "x"}}})
-        .replace('"x"', "NaN"))  # fmt: skip
+    (data / "sites.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "sites": {
+                    SITE: {"state": "blocked", "since": "2026-11-01T00:00:00Z", "firstSeen": "x"}
+                },
+            }
+        ).replace('"x"', "NaN")
+    )
     (data / "activity").mkdir()
     (data / "activity" / "activity.jsonl").write_text(
         '{"time":"2026-11-01T00:00:00.000Z","kind":"call","latencyMs":NaN}\n'
@@ -337,9 +366,15 @@ def test_hostile_legacy_json_is_skipped_and_counted(engine_home: Path, tmp_path:
         shown = health(running)
 
         async def main() -> list[tuple[int, Any]]:
-            return [await api(running, "POST", "/v1/grants",
-                              {"origin": origin, "manifest": GEO_MANIFEST, "grant": grant()})
-                    for origin in (SITE, OTHER)]  # fmt: skip
+            return [
+                await api(
+                    running,
+                    "POST",
+                    "/v1/grants",
+                    {"origin": origin, "manifest": GEO_MANIFEST, "grant": grant()},
+                )
+                for origin in (SITE, OTHER)
+            ]
 
         (blocked_status, blocked), (other_status, _) = asyncio.run(main())
     finally:
@@ -390,9 +425,12 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
     async def before() -> tuple[str, str]:
         ids = []
         for origin in (SITE, OTHER):
-            status, answer = await api(running, "POST", "/v1/grants",
-                                       {"origin": origin, "manifest": GEO_MANIFEST,
-                                        "grant": grant()})  # fmt: skip
+            status, answer = await api(
+                running,
+                "POST",
+                "/v1/grants",
+                {"origin": origin, "manifest": GEO_MANIFEST, "grant": grant()},
+            )
             assert status == 200, answer
             ids.append(answer["grantId"])
         for _ in range(3):  # activity, committed before the disk is full
@@ -402,17 +440,26 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
 
     async def while_full(blocked: str, paused: str) -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        seen["block"], seen["pause"], seen["sites"] = await wallet_api(running, [
-            ("POST", "/wallet/api/sites", {"origin": SITE, "action": "block"}),
-            ("POST", "/wallet/api/sites", {"origin": OTHER, "action": "pause"}),
-            ("GET", "/wallet/api/sites", None),
-        ])  # fmt: skip
-        seen["blocked call"] = await call_http(running, "audio.transcribe",
-                                               {"grantId": blocked, **hello})  # fmt: skip
-        seen["blocked grant"] = await api(running, "POST", "/v1/grants", {
-            "origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()})  # fmt: skip
-        seen["paused call"] = await call_http(running, "audio.transcribe",
-                                              {"grantId": paused, **hello})  # fmt: skip
+        seen["block"], seen["pause"], seen["sites"] = await wallet_api(
+            running,
+            [
+                ("POST", "/wallet/api/sites", {"origin": SITE, "action": "block"}),
+                ("POST", "/wallet/api/sites", {"origin": OTHER, "action": "pause"}),
+                ("GET", "/wallet/api/sites", None),
+            ],
+        )
+        seen["blocked call"] = await call_http(
+            running, "audio.transcribe", {"grantId": blocked, **hello}
+        )
+        seen["blocked grant"] = await api(
+            running,
+            "POST",
+            "/v1/grants",
+            {"origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()},
+        )
+        seen["paused call"] = await call_http(
+            running, "audio.transcribe", {"grantId": paused, **hello}
+        )
         seen["own call"] = await call_http(running, "audio.transcribe", hello)
         return seen
 
@@ -431,8 +478,14 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
             time.sleep(0.2)
         with contextlib.closing(sqlite3.connect(data / "wallet.sqlite3")) as db:
             written = dict(db.execute("SELECT origin, state FROM sites").fetchall())
-        after = asyncio.run(api(running, "POST", "/v1/grants", {
-            "origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()}))  # fmt: skip
+        after = asyncio.run(
+            api(
+                running,
+                "POST",
+                "/v1/grants",
+                {"origin": SITE, "manifest": GEO_MANIFEST, "grant": grant()},
+            )
+        )
     finally:
         running.stop()
         unmount(data)

@@ -36,8 +36,12 @@ async def burst_then_kill(engine: Engine, calls: int, kill_after: int) -> int:
 
     async def one(session: aiohttp.ClientSession, number: int) -> None:
         nonlocal answered
-        await post(session, engine, "/v1/skills/audio.transcribe",
-                   {"grantId": f"gone-{number}", "input": HELLO})  # fmt: skip
+        await post(
+            session,
+            engine,
+            "/v1/skills/audio.transcribe",
+            {"grantId": f"gone-{number}", "input": HELLO},
+        )
         answered += 1
         if answered == kill_after:
             os.killpg(engine.process.pid, signal.SIGKILL)
@@ -58,14 +62,19 @@ def test_a_killed_serve_leaves_a_sound_database_and_the_grant_lives_on(
 
     async def before_the_kill(engine: Engine) -> tuple[str, list[int]]:
         async with aiohttp.ClientSession() as session:
-            status, answer = await post(session, engine, "/v1/grants",
-                                        {"origin": ORIGIN, "manifest": GEO_MANIFEST,
-                                         "grant": given})  # fmt: skip
+            status, answer = await post(
+                session,
+                engine,
+                "/v1/grants",
+                {"origin": ORIGIN, "manifest": GEO_MANIFEST, "grant": given},
+            )
             assert status == 200, answer
             grant_id = answer["grantId"]
             body = {"grantId": grant_id, "input": HELLO, "params": {"language": "en"}}
-            statuses = [(await post(session, engine, "/v1/skills/audio.transcribe", body))[0]
-                        for _ in range(3)]  # fmt: skip
+            statuses = [
+                (await post(session, engine, "/v1/skills/audio.transcribe", body))[0]
+                for _ in range(3)
+            ]
         return grant_id, statuses
 
     first = start_engine(home, "--model", "tiny.en", "--workers", "1", log_name="a.log")

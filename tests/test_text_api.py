@@ -56,16 +56,28 @@ def api(engine: Engine, method: str, path: str, body: Any = None) -> tuple[int, 
 
 
 def new_grant(engine: Engine, **changes: Any) -> str:
-    status, answer = api(engine, "POST", "/v1/grants", {
-        "origin": ORIGIN, "manifest": GEO_MANIFEST, "grant": grant(**changes),
-    })  # fmt: skip
+    status, answer = api(
+        engine,
+        "POST",
+        "/v1/grants",
+        {
+            "origin": ORIGIN,
+            "manifest": GEO_MANIFEST,
+            "grant": grant(**changes),
+        },
+    )
     assert status == 200, answer
     return answer["grantId"]
 
 
 def text_call(call_id: int, grant_id: str | None, **params: Any) -> dict[str, Any]:
-    frame = {"type": "call", "id": call_id, "skill": "text.generate", "input": QUESTION,
-             "params": {"temperature": 0, **params}}  # fmt: skip
+    frame = {
+        "type": "call",
+        "id": call_id,
+        "skill": "text.generate",
+        "input": QUESTION,
+        "params": {"temperature": 0, **params},
+    }
     if grant_id:
         frame["grantId"] = grant_id
     return frame
@@ -99,15 +111,22 @@ def test_streamed_chunks_come_before_the_result_and_make_its_text(
 
 
 def test_the_grants_model_code_decides_the_model(engine: Engine, sources: Path) -> None:
-    grant_id = new_grant(engine, models={"m1": "llama/smollm2", "m2": "llama/gpt-4o"},
-                         limits={"maxAnswerTokens": 4})  # fmt: skip
-    answers = asyncio.run(call_ws(engine, [
-        text_call(1, grant_id, model="m1"),
-        text_call(2, grant_id, model="m2"),  # ticked, but the source does not have it
-        text_call(3, grant_id, model="m3"),
-        text_call(4, grant_id, model="llama/smollm2"),  # a name, not a code
-        text_call(5, grant_id, model="m1", maxTokens=5),
-    ], expect=5))  # fmt: skip
+    grant_id = new_grant(
+        engine, models={"m1": "llama/smollm2", "m2": "llama/gpt-4o"}, limits={"maxAnswerTokens": 4}
+    )
+    answers = asyncio.run(
+        call_ws(
+            engine,
+            [
+                text_call(1, grant_id, model="m1"),
+                text_call(2, grant_id, model="m2"),  # ticked, but the source does not have it
+                text_call(3, grant_id, model="m3"),
+                text_call(4, grant_id, model="llama/smollm2"),  # a name, not a code
+                text_call(5, grant_id, model="m1", maxTokens=5),
+            ],
+            expect=5,
+        )
+    )
     by_id = {answer["id"]: answer for answer in answers}
     assert by_id[1]["ok"] is True and 0 < len(by_id[1]["output"]["text"].split()) <= 4
     assert by_id[2]["code"] == "unknown-model"
@@ -118,8 +137,10 @@ def test_the_grants_model_code_decides_the_model(engine: Engine, sources: Path) 
 def test_the_wallets_own_calls_name_the_model_and_get_alternatives(
     engine: Engine, sources: Path
 ) -> None:
-    body = {"input": QUESTION, "params": {"model": "llama/smollm2", "choices": 2,
-                                          "maxTokens": 6, "temperature": 1.0}}  # fmt: skip
+    body = {
+        "input": QUESTION,
+        "params": {"model": "llama/smollm2", "choices": 2, "maxTokens": 6, "temperature": 1.0},
+    }
     status, answer = asyncio.run(call_http(engine, "text.generate", body))
     assert status == 200, answer
     assert len(answer["output"]["choices"]) == 2
@@ -138,15 +159,17 @@ def test_a_caller_that_goes_away_frees_its_slot_and_the_upstream_request(
             aiohttp.ClientSession() as session,
             session.ws_connect(f"{engine.url}/v1/ws", headers=headers) as ws,
         ):
-            await ws.send_json({**text_call(1, grant_id, model="m1", stream=True,
-                                            maxTokens=300), "input": slow})  # fmt: skip
+            await ws.send_json(
+                {**text_call(1, grant_id, model="m1", stream=True, maxTokens=300), "input": slow}
+            )
             return json.loads((await ws.receive(timeout=60)).data)
 
     cancelled = ollama.recorded.cancelled
     first = asyncio.run(leave_after_the_first_chunk())
     assert first["type"] == "chunk"
-    assert wait_for(lambda: api(engine, "GET", f"/v1/grants/{grant_id}")[1]["record"]
-                    ["inFlight"] == 0)  # fmt: skip
+    assert wait_for(
+        lambda: api(engine, "GET", f"/v1/grants/{grant_id}")[1]["record"]["inFlight"] == 0
+    )
     assert wait_for(lambda: ollama.recorded.cancelled == cancelled + 1)
     (again,) = asyncio.run(call_ws(engine, [text_call(2, grant_id, model="m1", maxTokens=3)], 1))
     assert again["ok"] is True, again  # the one slot is free again
@@ -154,8 +177,10 @@ def test_a_caller_that_goes_away_frees_its_slot_and_the_upstream_request(
 
 def test_a_source_that_is_down_and_one_that_fails_mid_stream(engine: Engine, sources: Path) -> None:
     broken = {"messages": [{"role": "user", "content": "a b c d #fail:midstream"}]}
-    frames = [{**text_call(1, None, model="ollama/echo", stream=True), "input": broken},
-              text_call(2, None, model="gone/model")]  # fmt: skip
+    frames = [
+        {**text_call(1, None, model="ollama/echo", stream=True), "input": broken},
+        text_call(2, None, model="gone/model"),
+    ]
     answers = asyncio.run(call_ws(engine, frames, expect=5))
     results = {a["id"]: a for a in answers if a["type"] == "result"}
     assert results[1]["code"] == "upstream-error"
@@ -182,9 +207,10 @@ def test_the_direct_link_streams_chunk_frames(engine: Engine, sources: Path) -> 
         headers = {"Authorization": f"Bearer {TOKEN}"}
         async with (
             aiohttp.ClientSession() as client,
-            client.post(f"{engine.url}/v1/links", json={"link": link, "decision": "allow"},
-                        headers=headers) as response,
-        ):  # fmt: skip
+            client.post(
+                f"{engine.url}/v1/links", json={"link": link, "decision": "allow"}, headers=headers
+            ) as response,
+        ):
             assert (await response.json())["ok"]
         result = await demo.call(
             session,

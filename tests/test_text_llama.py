@@ -16,8 +16,9 @@ QUESTION = "Name one country in South America."
 
 @pytest.fixture
 def sources(tmp_path: Path, llama: LlamaServer) -> Path:
-    return sources_file(tmp_path / "sources.json",
-                        {"name": "llama", "kind": "openai", "url": llama.url})  # fmt: skip
+    return sources_file(
+        tmp_path / "sources.json", {"name": "llama", "kind": "openai", "url": llama.url}
+    )
 
 
 def test_a_real_model_answers_the_same_at_temperature_zero(sources: Path) -> None:
@@ -29,16 +30,18 @@ def test_a_real_model_answers_the_same_at_temperature_zero(sources: Path) -> Non
 
 
 def test_max_tokens_bounds_the_real_answer(sources: Path) -> None:
-    answer, _ = generate(sources, "llama/smollm2", "Tell me a long story.", max_tokens=3,
-                         temperature=0)  # fmt: skip
+    answer, _ = generate(
+        sources, "llama/smollm2", "Tell me a long story.", max_tokens=3, temperature=0
+    )
     assert isinstance(answer, TextAnswer)
     assert answer.completion_tokens == 3 and answer.finish_reasons == ["length"]
 
 
 def test_streamed_pieces_make_the_same_text_as_a_whole_answer(sources: Path) -> None:
     whole, _ = generate(sources, "llama/smollm2", QUESTION, max_tokens=16, temperature=0)
-    streamed, pieces = generate(sources, "llama/smollm2", QUESTION, stream=True, max_tokens=16,
-                                temperature=0)  # fmt: skip
+    streamed, pieces = generate(
+        sources, "llama/smollm2", QUESTION, stream=True, max_tokens=16, temperature=0
+    )
     assert isinstance(whole, TextAnswer) and isinstance(streamed, TextAnswer)
     assert len(pieces) > 3
     assert "".join(piece for _, piece in pieces) == streamed.texts[0] == whole.texts[0]
@@ -51,8 +54,9 @@ def test_a_model_the_server_does_not_list_is_refused(sources: Path) -> None:
 
 
 def test_alternatives_are_answered(sources: Path) -> None:
-    answer, pieces = generate(sources, "llama/smollm2", QUESTION, stream=True, max_tokens=8,
-                              choices=2, temperature=1.0)  # fmt: skip
+    answer, pieces = generate(
+        sources, "llama/smollm2", QUESTION, stream=True, max_tokens=8, choices=2, temperature=1.0
+    )
     assert isinstance(answer, TextAnswer) and len(answer.texts) == 2
     for choice in (0, 1):
         assert "".join(p for c, p in pieces if c == choice) == answer.texts[choice]
@@ -60,8 +64,9 @@ def test_alternatives_are_answered(sources: Path) -> None:
 
 def test_a_source_that_dies_mid_stream_fails_the_call(tmp_path: Path) -> None:
     server = start_llama(tmp_path / "dying.log")
-    path = sources_file(tmp_path / "sources.json",
-                        {"name": "llama", "kind": "openai", "url": server.url})  # fmt: skip
+    path = sources_file(
+        tmp_path / "sources.json", {"name": "llama", "kind": "openai", "url": server.url}
+    )
     pieces: list[str] = []
 
     async def run() -> TextAnswer | TextFailure:

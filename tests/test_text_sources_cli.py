@@ -22,9 +22,11 @@ from byoa_skills.runtimes.text.config import config_from_json, source_from_json
 def sources(home: Path, *args: str, **env: str) -> tuple[int, str, str]:
     done = subprocess.run(
         [sys.executable, "-m", "byoa_skills", "sources", *args],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "BYOA_SKILLS_HOME": str(home), **env},
-    )  # fmt: skip
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -38,8 +40,17 @@ def test_without_a_file_lm_studio_and_ollama_are_known(monkeypatch: pytest.Monke
 def test_add_list_default_remove(tmp_path: Path) -> None:
     with serving(ollama_app) as ollama, serving(openrouter_app) as openrouter:
         assert sources(tmp_path, "add", "home", "--kind", "ollama", "--url", ollama.url)[0] == 0
-        code, out, _ = sources(tmp_path, "add", "router", "--kind", "openrouter", "--url",
-                               openrouter.url + "/api/v1", "--key-env", "OR_KEY")  # fmt: skip
+        code, out, _ = sources(
+            tmp_path,
+            "add",
+            "router",
+            "--kind",
+            "openrouter",
+            "--url",
+            openrouter.url + "/api/v1",
+            "--key-env",
+            "OR_KEY",
+        )
         assert code == 0 and "api-key" in out
         down = f"http://127.0.0.1:{free_port()}/v1"
         assert sources(tmp_path, "add", "gone", "--kind", "openai", "--url", down)[0] == 0
@@ -72,8 +83,9 @@ def test_find_sees_a_local_server_on_its_usual_port(tmp_path: Path) -> None:
 
 
 def test_when_nothing_answers_the_list_says_so(tmp_path: Path) -> None:
-    code, out, _ = sources(tmp_path, "add", "gone", "--kind", "openai", "--url",
-                           f"http://127.0.0.1:{free_port()}/v1")  # fmt: skip
+    code, out, _ = sources(
+        tmp_path, "add", "gone", "--kind", "openai", "--url", f"http://127.0.0.1:{free_port()}/v1"
+    )
     code, out, _ = sources(tmp_path, "--timeout", "1")
     assert code == 1 and "down" in out and "source-down" in out
 
@@ -86,12 +98,16 @@ def test_when_nothing_answers_the_list_says_so(tmp_path: Path) -> None:
         ({"name": "x", "kind": "openai", "url": "ftp://localhost/v1"}, "http(s)"),
         ({"name": "x", "kind": "openai", "url": "http://example.com/v1"}, "plain http"),
         ({"name": "x", "kind": "openai", "url": "https://u:p@example.com/v1"}, "credentials"),
-        ({"name": "x", "kind": "openai", "url": "http://localhost:1/v1", "maxConcurrent": 0},
-         "maxConcurrent"),
-        ({"name": "x", "kind": "openai", "url": "http://localhost:1", "provider": "cloud"},
-         "provider"),
+        (
+            {"name": "x", "kind": "openai", "url": "http://localhost:1/v1", "maxConcurrent": 0},
+            "maxConcurrent",
+        ),
+        (
+            {"name": "x", "kind": "openai", "url": "http://localhost:1", "provider": "cloud"},
+            "provider",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_source_entries_are_refused(entry: dict[str, Any], problem: str) -> None:
     with pytest.raises(SourceConfigError) as refused:
         source_from_json(entry)
@@ -115,9 +131,13 @@ def test_a_damaged_file_is_an_error_not_a_silent_default(tmp_path: Path) -> None
     with pytest.raises(SourceConfigError):
         SourceStore(path).load()
     with pytest.raises(SourceConfigError, match="twice"):
-        config_from_json({"sources": [
-            {"name": "a", "kind": "ollama", "url": "http://localhost:1"},
-            {"name": "a", "kind": "ollama", "url": "http://localhost:2"},
-        ]})  # fmt: skip
+        config_from_json(
+            {
+                "sources": [
+                    {"name": "a", "kind": "ollama", "url": "http://localhost:1"},
+                    {"name": "a", "kind": "ollama", "url": "http://localhost:2"},
+                ]
+            }
+        )
     code, _, err = sources(tmp_path, "list")
     assert code == 2 and "cannot be read" in err

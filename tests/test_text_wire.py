@@ -34,10 +34,14 @@ def sources(tmp_path: Path, ollama: Any, openrouter: Any, monkeypatch: pytest.Mo
     return sources_file(
         tmp_path / "sources.json",
         {"name": "ollama", "kind": "ollama", "url": ollama.url, "maxConcurrent": 2},
-        {"name": "openrouter", "kind": "openrouter", "url": openrouter.url + "/api/v1",
-         "keyEnv": "FAKE_OR_KEY"},
+        {
+            "name": "openrouter",
+            "kind": "openrouter",
+            "url": openrouter.url + "/api/v1",
+            "keyEnv": "FAKE_OR_KEY",
+        },
         {"name": "gone", "kind": "openai", "url": f"http://127.0.0.1:{free_port()}/v1"},
-    )  # fmt: skip
+    )
 
 
 # -- Ollama ---------------------------------------------------------------------------------
@@ -100,8 +104,7 @@ def test_an_unknown_model_is_refused_before_any_request(sources: Path, ollama: A
 def test_openrouter_reports_cost_and_gets_the_attribution_headers(
     sources: Path, openrouter: Any
 ) -> None:
-    answer, pieces = generate(sources, "openrouter/fake/echo-1", "x y", stream=True,
-                              max_tokens=4)  # fmt: skip
+    answer, pieces = generate(sources, "openrouter/fake/echo-1", "x y", stream=True, max_tokens=4)
     assert isinstance(answer, TextAnswer), answer
     assert answer.texts == ["x y x y "] and "".join(p for _, p in pieces) == answer.texts[0]
     prompt_tokens = 3 + 3  # the fake counts words + 1 per message
@@ -121,8 +124,9 @@ def test_openrouter_whole_answer_has_its_cost(sources: Path) -> None:
 
 def test_choices_are_separate_answers_whose_costs_add_up(sources: Path) -> None:
     one, _ = generate(sources, "openrouter/fake/echo-1", "p q", max_tokens=3)
-    three, pieces = generate(sources, "openrouter/fake/echo-1", "p q", stream=True, max_tokens=3,
-                             choices=3)  # fmt: skip
+    three, pieces = generate(
+        sources, "openrouter/fake/echo-1", "p q", stream=True, max_tokens=3, choices=3
+    )
     assert isinstance(one, TextAnswer) and isinstance(three, TextAnswer)
     assert three.texts == one.texts * 3 and three.cost == one.cost * 3
     for choice in range(3):
@@ -141,8 +145,9 @@ def test_choices_are_separate_answers_whose_costs_add_up(sources: Path) -> None:
 def test_openrouter_stream_failures_have_their_codes(
     sources: Path, directive: str, code: str
 ) -> None:
-    answer, pieces = generate(sources, "openrouter/fake/echo-1", f"a b c d {directive}",
-                              stream=True)  # fmt: skip
+    answer, pieces = generate(
+        sources, "openrouter/fake/echo-1", f"a b c d {directive}", stream=True
+    )
     assert code_of(answer) == code, answer
     if directive != "#fail:http500":
         assert len(pieces) == 3  # what came before the failure was streamed
@@ -193,8 +198,9 @@ def test_models_that_name_no_source_are_refused(sources: Path, model: Any, code:
 
 
 def test_the_deadline_cancels_the_upstream_request(sources: Path, ollama: Any) -> None:
-    answer, pieces = generate(sources, "ollama/echo", "w " * 20 + "#slow:0.1", stream=True,
-                              deadline=0.5)  # fmt: skip
+    answer, pieces = generate(
+        sources, "ollama/echo", "w " * 20 + "#slow:0.1", stream=True, deadline=0.5
+    )
     assert code_of(answer) == "deadline-exceeded"
     assert 0 < len(pieces) < 60
     assert wait_for(lambda: ollama.recorded.running == 0)

@@ -83,8 +83,9 @@ def tuned_engine(engine_home: Path, tmp_path: Path) -> Iterator[Engine]:
     home = tmp_path / "home"
     (home / "cache").mkdir(parents=True)
     (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
-    write_tuned("tiny.en", "cpu", layout(workers=1, threads=2, batch=3),
-                home / "config" / FILE_NAME)  # fmt: skip
+    write_tuned(
+        "tiny.en", "cpu", layout(workers=1, threads=2, batch=3), home / "config" / FILE_NAME
+    )
     running = start_engine(home, "--model", "tiny.en")
     try:
         running.wait_ready()

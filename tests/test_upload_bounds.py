@@ -88,8 +88,11 @@ async def post(
     form.add_field("file", data, filename=name)
     form.add_field("model", "whisper-1")
     form.add_field("language", "en")
-    async with session.post(f"{engine.url}/v1/audio/transcriptions", data=form,
-                            headers={"Authorization": f"Bearer {TOKEN}"}) as response:  # fmt: skip
+    async with session.post(
+        f"{engine.url}/v1/audio/transcriptions",
+        data=form,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as response:
         body = await response.json(content_type=None)
         return response.status, body["error"]["code"] if "error" in body else "ok"
 
@@ -162,8 +165,11 @@ def test_dropped_uploads_stop_decoding_and_the_store_answers(engine: Engine, hou
 def narrow(engine_home: Path) -> Iterator[Engine]:
     """``serve`` decoding one recording at a time, holding at most two uploads of 10 MB in
     all before their turn."""
-    env = {"BYOA_SKILLS_RECORDINGS_AT_ONCE": "1", "BYOA_SKILLS_UPLOADS_WAITING": "2",
-           "BYOA_SKILLS_UPLOADS_WAITING_MB": "10"}  # fmt: skip
+    env = {
+        "BYOA_SKILLS_RECORDINGS_AT_ONCE": "1",
+        "BYOA_SKILLS_UPLOADS_WAITING": "2",
+        "BYOA_SKILLS_UPLOADS_WAITING_MB": "10",
+    }
     running = start(engine_home, "narrow.log", **env)
     try:
         running.wait_ready()
@@ -177,20 +183,24 @@ async def post_chunked(engine: Engine, data: bytes) -> tuple[int, str]:
     boundary = "bounds-test-boundary"
 
     async def body() -> AsyncIterator[bytes]:
-        yield (f'--{boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n'
-               f"whisper-1\r\n--{boundary}\r\nContent-Disposition: form-data; "
-               f'name="file"; filename="a.opus"\r\n\r\n').encode()  # fmt: skip
+        yield (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n'
+            f"whisper-1\r\n--{boundary}\r\nContent-Disposition: form-data; "
+            f'name="file"; filename="a.opus"\r\n\r\n'
+        ).encode()
         for start in range(0, len(data), 256 * 1024):
             yield data[start : start + 256 * 1024]
         yield f"\r\n--{boundary}--\r\n".encode()
 
-    headers = {"Authorization": f"Bearer {TOKEN}",
-               "Content-Type": f"multipart/form-data; boundary={boundary}"}  # fmt: skip
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+    }
     async with (
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,
         session.post(
             f"{engine.url}/v1/audio/transcriptions", data=body(), headers=headers
-        ) as response,  # fmt: skip
+        ) as response,
     ):
         answer = await response.json(content_type=None)
         return response.status, answer["error"]["code"] if "error" in answer else "ok"
@@ -215,8 +225,10 @@ def test_the_uploads_held_are_bounded_by_count_and_bytes(narrow: Engine, hour: b
             await asyncio.to_thread(logged, narrow, "event=recording-starts", 1)
             held.append(asyncio.create_task(post(session, narrow, hour)))  # waits, 6 MB
             await asyncio.to_thread(logged, narrow, "event=recording-waits", 1)
-            seen = {"bytes": await post(session, narrow, hour),  # 12 MB would wait
-                    "chunked": await post_chunked(narrow, hour)}  # fmt: skip
+            seen = {
+                "bytes": await post(session, narrow, hour),  # 12 MB would wait
+                "chunked": await post_chunked(narrow, hour),
+            }
             held.append(asyncio.create_task(post(session, narrow, clip, "jfk.wav")))  # fits
             await asyncio.to_thread(logged, narrow, "event=recording-waits", 2)
             seen["count"] = await post(session, narrow, clip, "jfk.wav")  # a third waiting

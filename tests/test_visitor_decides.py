@@ -66,10 +66,14 @@ def engine_with_sources(engine_home: Path, home: Path, *sources: dict[str, Any])
         (home / "cache").mkdir(parents=True)
         (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
     sources_file(home / "config" / "sources.json", *sources)
-    env = {"BYOA_WALLET_BROWSER": "true", "BYOA_WALLET_CONSENT_SECONDS": "30",
-           "BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1"}  # fmt: skip
-    running = Engine.start(home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN,
-                           log_name="decides.log", env=env)  # fmt: skip
+    env = {
+        "BYOA_WALLET_BROWSER": "true",
+        "BYOA_WALLET_CONSENT_SECONDS": "30",
+        "BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1",
+    }
+    running = Engine.start(
+        home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN, log_name="decides.log", env=env
+    )
     running.wait_ready()
     return running
 
@@ -82,8 +86,10 @@ def decides_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def two_sources(makers: tuple[LlamaServer, LlamaServer]) -> list[dict[str, Any]]:
     first, second = makers
-    return [{"name": "lab-a", "kind": "openai", "url": first.url},
-            {"name": "lab-b", "kind": "openai", "url": second.url}]  # fmt: skip
+    return [
+        {"name": "lab-a", "kind": "openai", "url": first.url},
+        {"name": "lab-b", "kind": "openai", "url": second.url},
+    ]
 
 
 def entries(engine: Engine, kind: str) -> list[dict[str, Any]]:
@@ -191,8 +197,12 @@ def test_ticks_limits_and_every_change_reach_the_site(
             await until(lambda: len(connection.grants) >= 4, "the grant frame of a resume")
             seen["resumed"] = connection.grants[-1]
             # the end brought to 3 s from now: the wallet says bye when it comes
-            _, seen["sooner"] = await api(wallet, "POST", "/v1/sites/limits", {
-                "origin": origin, "choices": {"expiresInMinutes": 0.05}})  # fmt: skip
+            _, seen["sooner"] = await api(
+                wallet,
+                "POST",
+                "/v1/sites/limits",
+                {"origin": origin, "choices": {"expiresInMinutes": 0.05}},
+            )
             await until(lambda: connection.said_bye, "bye at the grant's end", seconds=20)
             links = lambda: [e.get("outcome") for e in entries(wallet, "link")]  # noqa: E731
             await until(lambda: "grant-ended" in links(), "the link's end")
@@ -231,15 +241,34 @@ def test_the_extension_gets_the_grant_as_it_now_is_and_the_choices_outlive_a_res
     seen: dict[str, Any] = {}
 
     def narrow(*options: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([
-            sys.executable, "-m", "byoa_skills", "sites", "limits", origin, *options,
-            "--port", str(wallet.port), "--token", TOKEN,
-        ], capture_output=True, text=True)  # fmt: skip
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "byoa_skills",
+                "sites",
+                "limits",
+                origin,
+                *options,
+                "--port",
+                str(wallet.port),
+                "--token",
+                TOKEN,
+            ],
+            capture_output=True,
+            text=True,
+        )
 
     async def main() -> str:
         async with wallet_page(wallet) as page:
-            asking = asyncio.create_task(api(wallet, "POST", "/v1/extension/request", {
-                "origin": origin, "manifest": TEXT_MANIFEST, "userActivation": True}))  # fmt: skip
+            asking = asyncio.create_task(
+                api(
+                    wallet,
+                    "POST",
+                    "/v1/extension/request",
+                    {"origin": origin, "manifest": TEXT_MANIFEST, "userActivation": True},
+                )
+            )
             card = page.locator("article.consent")
             await card.wait_for()
             await card.get_by_role("button", name="Allow", exact=True).click()
@@ -248,9 +277,13 @@ def test_the_extension_gets_the_grant_as_it_now_is_and_the_choices_outlive_a_res
         return str(answer["grant"]["grantId"])
 
     def call(grant_id: str, model: str) -> dict[str, Any]:
-        body = {"origin": origin, "grantId": grant_id, "skill": "text.generate",
-                "input": {"messages": [{"role": "user", "content": "Hi"}]},
-                "params": {"model": model, "maxTokens": 4}}  # fmt: skip
+        body = {
+            "origin": origin,
+            "grantId": grant_id,
+            "skill": "text.generate",
+            "input": {"messages": [{"role": "user", "content": "Hi"}]},
+            "params": {"model": model, "maxTokens": 4},
+        }
         return asyncio.run(api(wallet, "POST", "/v1/extension/call", body))[1]
 
     try:
@@ -292,16 +325,43 @@ def test_the_cli_refuses_a_wider_limit_with_its_code(
     origin = "https://text.example.org"
     manifest = TEXT_MANIFEST
     try:
-        status, made = asyncio.run(api(wallet, "POST", "/v1/grants", {
-            "origin": origin, "manifest": manifest,
-            "grant": {"byoa": "0.1-draft", "skills": ["text.generate"],
-                      "budget": {"perSession": "0.05 USD"}, "expiresAt": "2099-01-01T00:00:00Z",
-                      "models": {"m1": f"lab-a/{LLAMA_NAME}"}}}))  # fmt: skip
+        status, made = asyncio.run(
+            api(
+                wallet,
+                "POST",
+                "/v1/grants",
+                {
+                    "origin": origin,
+                    "manifest": manifest,
+                    "grant": {
+                        "byoa": "0.1-draft",
+                        "skills": ["text.generate"],
+                        "budget": {"perSession": "0.05 USD"},
+                        "expiresAt": "2099-01-01T00:00:00Z",
+                        "models": {"m1": f"lab-a/{LLAMA_NAME}"},
+                    },
+                },
+            )
+        )
         assert status == 200, made
-        cli = subprocess.run([
-            sys.executable, "-m", "byoa_skills", "sites", "limits", origin,
-            "--max-calls-per-minute", "21", "--port", str(wallet.port), "--token", TOKEN,
-        ], capture_output=True, text=True)  # fmt: skip
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "byoa_skills",
+                "sites",
+                "limits",
+                origin,
+                "--max-calls-per-minute",
+                "21",
+                "--port",
+                str(wallet.port),
+                "--token",
+                TOKEN,
+            ],
+            capture_output=True,
+            text=True,
+        )
         _, live = asyncio.run(api(wallet, "GET", f"/v1/grants/{made['grantId']}"))
     finally:
         wallet.stop()
@@ -319,17 +379,34 @@ def test_a_required_text_skill_with_no_text_source_gets_no_consent_anywhere(
     async def body(demo: SiteDemo) -> None:
         async with wallet_page(wallet) as page:
             _, link = demo.new_code("127.0.0.1")
-            _, seen["link"] = await api(wallet, "POST", "/v1/links",
-                                        {"link": link, "decision": "ask"})  # fmt: skip
-            _, seen["request"] = await api(wallet, "POST", "/v1/extension/request", {
-                "origin": "https://text.example.org", "manifest": TEXT_MANIFEST,
-                "userActivation": True})  # fmt: skip
+            _, seen["link"] = await api(
+                wallet, "POST", "/v1/links", {"link": link, "decision": "ask"}
+            )
+            _, seen["request"] = await api(
+                wallet,
+                "POST",
+                "/v1/extension/request",
+                {
+                    "origin": "https://text.example.org",
+                    "manifest": TEXT_MANIFEST,
+                    "userActivation": True,
+                },
+            )
             seen["consents"] = await page.locator("article.consent").count()
             seen["connections"] = len(demo.connections)
             # a manifest that only recommends text: its consent, without text
-            asking = asyncio.create_task(api(wallet, "POST", "/v1/extension/request", {
-                "origin": "https://geo.example.org", "manifest": GEO_MANIFEST,
-                "userActivation": True}))  # fmt: skip
+            asking = asyncio.create_task(
+                api(
+                    wallet,
+                    "POST",
+                    "/v1/extension/request",
+                    {
+                        "origin": "https://geo.example.org",
+                        "manifest": GEO_MANIFEST,
+                        "userActivation": True,
+                    },
+                )
+            )
             card = page.locator("article.consent")
             await card.wait_for()
             seen["recommended skills"] = await card.locator("dd ul li").all_text_contents()
@@ -344,8 +421,11 @@ def test_a_required_text_skill_with_no_text_source_gets_no_consent_anywhere(
     assert seen["link"]["ok"] is False and seen["link"]["code"] == "no-fitting-model"
     assert seen["request"] == {"grant": None}
     assert seen["consents"] == 0 and seen["connections"] == 0
-    outcomes = [e["outcome"] for e in map(json.loads, wallet.activity())
-                if e.get("kind") in ("link", "request")]  # fmt: skip
+    outcomes = [
+        e["outcome"]
+        for e in map(json.loads, wallet.activity())
+        if e.get("kind") in ("link", "request")
+    ]
     assert outcomes[:2] == ["no-fitting-model", "no-fitting-model"], outcomes
     assert all("text.generate" not in skill for skill in seen["recommended skills"])
     assert seen["recommended models"] == 0
@@ -356,11 +436,20 @@ def test_a_required_text_skill_with_no_text_source_gets_no_consent_anywhere(
         text = TextRuntime(SourceStore(sources_file(tmp_path / "dead.json", dead)))
         shim = WalletShim(SkillEngine(None, text), SiteStore(database), ActivityLog(database))
         store = RegistrationStore(tmp_path / "byoag")
-        store.save(Registration(
-            platform="platform.example", issuer="https://platform.example",
-            registration_id="r1", agent_id="a1", scope=("text.generate",), mode="code",
-            jkt="j1", paired_at="2026-11-30T00:00:00.000Z", access_token="t",
-        ), PairwiseKeys.new())  # fmt: skip
+        store.save(
+            Registration(
+                platform="platform.example",
+                issuer="https://platform.example",
+                registration_id="r1",
+                agent_id="a1",
+                scope=("text.generate",),
+                mode="code",
+                jkt="j1",
+                paired_at="2026-11-30T00:00:00.000Z",
+                access_token="t",
+            ),
+            PairwiseKeys.new(),
+        )
         calls = RegistrationCalls(shim, store)
         try:
             messages = {"messages": [{"role": "user", "content": "Hi"}]}

@@ -33,9 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 APP_JS = ROOT / "byoa_skills" / "serve" / "wallet" / "static" / "app.js"
 #: The docs whose tables list codes a site, a client or the visitor can meet in Activity.
 CODE_DOCS = (
-    "api.md", "extension.md", "consent.md", "reliability.md", "activity-and-sites.md",
-    "text.md", "wav.md", "link.md", "direct-link.md", "openai.md", "shim.md", "models-block.md",
-)  # fmt: skip
+    "api.md",
+    "extension.md",
+    "consent.md",
+    "reliability.md",
+    "activity-and-sites.md",
+    "text.md",
+    "wav.md",
+    "link.md",
+    "direct-link.md",
+    "openai.md",
+    "shim.md",
+    "models-block.md",
+)
 #: A code as the engine writes one: kebab-case, lower case.
 CODE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 #: Words in backticks in a table's code column that are not outcomes: an activity entry's field
@@ -46,8 +56,11 @@ NOT_CODES = frozenset({"codes", "budget", "language"})
 def page_table() -> dict[str, str]:
     """``CODE_SENTENCES`` as app.js writes it: one ``'code': 'sentence',`` a line."""
     text = APP_JS.read_text()
-    block = re.search(r"^const CODE_SENTENCES = Object\.freeze\(\{\n(.*?)^\}\);", text,
-                      flags=re.MULTILINE | re.DOTALL)  # fmt: skip
+    block = re.search(
+        r"^const CODE_SENTENCES = Object\.freeze\(\{\n(.*?)^\}\);",
+        text,
+        flags=re.MULTILINE | re.DOTALL,
+    )
     assert block, "app.js has no CODE_SENTENCES table"
     table: dict[str, str] = {}
     for line in block.group(1).splitlines():
@@ -64,9 +77,10 @@ def exported_codes() -> dict[str, set[str]]:
     """The codes the engine's modules list, by where they come from."""
     gate_source = inspect.getsource(bringyourownagent.gate)
     failures = [
-        kind.code for kind in vars(pool_errors).values()
+        kind.code
+        for kind in vars(pool_errors).values()
         if isinstance(kind, type) and issubclass(kind, pool_errors.CallFailure)
-    ]  # fmt: skip
+    ]
     return {
         "byoa_skills.wav.CODES": set(WAV_CODES),
         "byoa_skills.runtimes.text.CODES": set(TEXT_CODES),
@@ -101,8 +115,11 @@ def documented_codes() -> dict[str, set[str]]:
             below = lines[at + 1] if at + 1 < len(lines) else ""
             if re.fullmatch(r"\|[-| :]+\|", below) and not re.fullmatch(r"\|[-| :]+\|", line):
                 headings = [cell.lower() for cell in cells]
-                columns = [i for i, cell in enumerate(headings)
-                           if cell.startswith("code") or cell == "outcome"]  # fmt: skip
+                columns = [
+                    i
+                    for i, cell in enumerate(headings)
+                    if cell.startswith("code") or cell == "outcome"
+                ]
                 continue
             for i in columns:
                 for word in re.findall(r"`([^`]+)`", cells[i] if i < len(cells) else ""):

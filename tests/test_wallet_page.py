@@ -68,9 +68,15 @@ def wallet(
     home = tmp_path_factory.mktemp("wallet-home")
     (home / "cache").mkdir()
     (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
-    sources_file(home / "config" / "sources.json",
-                 {"name": "openrouter", "kind": "openrouter", "url": openrouter.url + "/api/v1",
-                  "keyEnv": "FAKE_OR_KEY"})  # fmt: skip
+    sources_file(
+        home / "config" / "sources.json",
+        {
+            "name": "openrouter",
+            "kind": "openrouter",
+            "url": openrouter.url + "/api/v1",
+            "keyEnv": "FAKE_OR_KEY",
+        },
+    )
     opened = home / "opened.txt"
     script = 'printf "%s\\n" "$0" >> ' + shlex.quote(str(opened))
     browser = "sh -c " + shlex.quote(script)
@@ -80,8 +86,9 @@ def wallet(
         "FAKE_OR_KEY": OPENROUTER_KEY,
         "BYOA_WALLET_RECONNECT_SCHEDULE": "0.2,0.5,1",
     }
-    running = Engine.start(home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN,
-                           log_name="wallet.log", env=env)  # fmt: skip
+    running = Engine.start(
+        home, ["--model", "tiny.en", "--workers", "1"], token=TOKEN, log_name="wallet.log", env=env
+    )
     try:
         running.wait_ready()
         yield running
@@ -140,8 +147,9 @@ async def shot(page: Any, name: str) -> None:
 
 def hand_over(engine: Engine, link: str, decision: str = "ask") -> asyncio.Task[tuple[int, Any]]:
     """The link handed to the engine, as ``connect`` does, in the background."""
-    return asyncio.create_task(api(engine, "POST", "/v1/links",
-                                   {"link": link, "decision": decision}))  # fmt: skip
+    return asyncio.create_task(
+        api(engine, "POST", "/v1/links", {"link": link, "decision": decision})
+    )
 
 
 async def axe_findings(page: Any) -> list[str]:
@@ -170,11 +178,13 @@ def test_a_ticket_opens_the_page_once_and_the_cookie_is_strict(wallet: Engine) -
         ticket = url.split("#ticket=", 1)[1]
         origin = wallet.url
         async with aiohttp.ClientSession() as session:
-            first = await session.post(f"{origin}/wallet/api/session", json={"ticket": ticket},
-                                       headers={"Origin": origin})  # fmt: skip
+            first = await session.post(
+                f"{origin}/wallet/api/session", json={"ticket": ticket}, headers={"Origin": origin}
+            )
             cookie = first.headers.get("Set-Cookie", "")
-            again = await session.post(f"{origin}/wallet/api/session", json={"ticket": ticket},
-                                       headers={"Origin": origin})  # fmt: skip
+            again = await session.post(
+                f"{origin}/wallet/api/session", json={"ticket": ticket}, headers={"Origin": origin}
+            )
             forged = await session.post(
                 f"{origin}/wallet/api/session",
                 json={"ticket": "A" * 43},
@@ -224,8 +234,10 @@ def test_a_link_allowed_on_the_page_connects_transcribes_and_shows_in_activity(
             answer = hand_over(wallet, link)
             card = page.locator("article.consent")
             await card.wait_for()
-            shown = [await card.locator(".origin-full").text_content() or "",
-                     await card.locator(".purpose").text_content() or ""]  # fmt: skip
+            shown = [
+                await card.locator(".origin-full").text_content() or "",
+                await card.locator(".purpose").text_content() or "",
+            ]
             await shot(page, "consent")
             assert demo.hellos == []  # nothing is contacted before the answer
             await card.get_by_role("button", name="Allow", exact=True).click()
@@ -290,14 +302,29 @@ def test_the_engine_opens_the_page_for_a_consent_from_connect_without_a_terminal
 
     async def body(demo: SiteDemo) -> tuple[int, str, int]:
         _, link = demo.new_code("127.0.0.1")
-        env = {**os.environ, "BYOA_SKILLS_HOME": str(wallet.home), "BYOA_SKILLS_TOKEN": TOKEN,
-               "BYOA_WALLET_DEV_LOCAL": "1"}  # fmt: skip
+        env = {
+            **os.environ,
+            "BYOA_SKILLS_HOME": str(wallet.home),
+            "BYOA_SKILLS_TOKEN": TOKEN,
+            "BYOA_WALLET_DEV_LOCAL": "1",
+        }
         connect = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "byoa_skills", "connect", link, "--port", str(wallet.port),
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        await until(lambda: opened.exists() and len(opened.read_text().splitlines()) > len(before),
-                    "the engine to open the wallet page")  # fmt: skip
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "connect",
+            link,
+            "--port",
+            str(wallet.port),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        await until(
+            lambda: opened.exists() and len(opened.read_text().splitlines()) > len(before),
+            "the engine to open the wallet page",
+        )
         url = opened.read_text().splitlines()[-1]
         async with wallet_page(wallet, url) as page:
             card = page.locator("article.consent")
@@ -334,14 +361,23 @@ def test_decide_on_my_own_from_the_page_lets_the_next_link_in_without_asking(
 
 def test_a_budget_ask_is_shown_and_answered_while_the_call_waits(wallet: Engine) -> None:
     async def main() -> tuple[str, str, Any]:
-        given = grant(skills=["text.generate"], budget={"perSession": "0.00001 USD"},
-                      models={"m1": "openrouter/fake/echo-1"})  # fmt: skip
-        status, made = await api(wallet, "POST", "/v1/grants",
-                                 {"origin": "https://quiz.example.org",
-                                  "manifest": GEO_MANIFEST, "grant": given})  # fmt: skip
+        given = grant(
+            skills=["text.generate"],
+            budget={"perSession": "0.00001 USD"},
+            models={"m1": "openrouter/fake/echo-1"},
+        )
+        status, made = await api(
+            wallet,
+            "POST",
+            "/v1/grants",
+            {"origin": "https://quiz.example.org", "manifest": GEO_MANIFEST, "grant": given},
+        )
         assert status == 200, made
-        call = {"grantId": made["grantId"], "params": {"model": "m1", "maxTokens": 40},
-                "input": {"messages": [{"role": "user", "content": "one two three"}]}}  # fmt: skip
+        call = {
+            "grantId": made["grantId"],
+            "params": {"model": "m1", "maxTokens": 40},
+            "input": {"messages": [{"role": "user", "content": "one two three"}]},
+        }
         async with wallet_page(wallet) as page:
             waiting = asyncio.create_task(api(wallet, "POST", "/v1/skills/text.generate", call))
             card = page.locator("article.consent")
@@ -493,24 +529,28 @@ def test_wallet_routes_refuse_other_origins_a_rebound_host_and_no_cookie(wallet:
         got: dict[str, int] = {}
         jar = aiohttp.CookieJar(unsafe=True)
         async with aiohttp.ClientSession(cookie_jar=jar) as session:
-            async with session.post(f"{own}/wallet/api/session", json={"ticket": ticket},
-                                    headers={"Origin": own}) as response:  # fmt: skip
+            async with session.post(
+                f"{own}/wallet/api/session", json={"ticket": ticket}, headers={"Origin": own}
+            ) as response:
                 got["session"] = response.status
             async with session.get(f"{own}/wallet/api/sites") as response:
                 got["read, own page"] = response.status
             async with session.get(f"{own}/wallet/api/sites", headers={"Origin": other}) as r:
                 got["read, other origin"] = r.status
-            async with session.get(f"{own}/wallet/api/sites",
-                                   headers={"Sec-Fetch-Site": "same-site"}) as r:  # fmt: skip
+            async with session.get(
+                f"{own}/wallet/api/sites", headers={"Sec-Fetch-Site": "same-site"}
+            ) as r:
                 got["read, other port's page"] = r.status
             body = {"origin": "https://victim.example.org", "action": "block"}
             async with session.post(f"{own}/wallet/api/sites", json=body) as r:
                 got["change, no origin"] = r.status
-            async with session.post(f"{own}/wallet/api/sites", json=body,
-                                    headers={"Origin": other}) as r:  # fmt: skip
+            async with session.post(
+                f"{own}/wallet/api/sites", json=body, headers={"Origin": other}
+            ) as r:
                 got["change, other origin"] = r.status
-            async with session.get(f"{own}/wallet/api/sites",
-                                   headers={"Host": "wallet.attacker.example"}) as r:  # fmt: skip
+            async with session.get(
+                f"{own}/wallet/api/sites", headers={"Host": "wallet.attacker.example"}
+            ) as r:
                 got["rebound host"] = r.status
             try:
                 async with session.ws_connect(f"{own}/wallet/api/live", origin=other):
@@ -607,8 +647,11 @@ async def wallet_sites(engine: Engine) -> list[dict[str, Any]]:
     ticket = url.split("#ticket=", 1)[1]
     jar = aiohttp.CookieJar(unsafe=True)
     async with aiohttp.ClientSession(cookie_jar=jar) as session:
-        await session.post(f"{engine.url}/wallet/api/session", json={"ticket": ticket},
-                           headers={"Origin": engine.url})  # fmt: skip
+        await session.post(
+            f"{engine.url}/wallet/api/session",
+            json={"ticket": ticket},
+            headers={"Origin": engine.url},
+        )
         async with session.get(f"{engine.url}/wallet/api/sites") as response:
             return list((await response.json())["sites"])
 
@@ -749,9 +792,11 @@ async def reading_page(
     clock is the test's to move (it starts at the real time)."""
     async with browser() as launched:
         context = await launched.new_context(
-            viewport={"width": width, "height": 850}, locale=READER_LOCALE,
-            timezone_id=READER_ZONE, permissions=["clipboard-read", "clipboard-write"],
-        )  # fmt: skip
+            viewport={"width": width, "height": 850},
+            locale=READER_LOCALE,
+            timezone_id=READER_ZONE,
+            permissions=["clipboard-read", "clipboard-write"],
+        )
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
@@ -765,9 +810,12 @@ async def reading_page(
 
 async def granted(engine: Engine, origin: str, **changes: Any) -> str:
     """A grant for ``origin`` made on the local API; its id."""
-    status, made = await api(engine, "POST", "/v1/grants",
-                             {"origin": origin, "manifest": GEO_MANIFEST,
-                              "grant": grant(**changes)})  # fmt: skip
+    status, made = await api(
+        engine,
+        "POST",
+        "/v1/grants",
+        {"origin": origin, "manifest": GEO_MANIFEST, "grant": grant(**changes)},
+    )
     assert status == 200, made
     return str(made["grantId"])
 
@@ -776,8 +824,10 @@ def entry_of(engine: Engine, kind: str, grant_id: str) -> dict[str, Any]:
     """The activity entry of ``kind`` for ``grant_id``, as the engine wrote it."""
 
     def found(entries: list[str]) -> bool:
-        return any(json.loads(e).get("grant") == grant_id and json.loads(e)["kind"] == kind
-                   for e in entries)  # fmt: skip
+        return any(
+            json.loads(e).get("grant") == grant_id and json.loads(e)["kind"] == kind
+            for e in entries
+        )
 
     entries = [json.loads(e) for e in engine.activity_once(found)]
     return next(e for e in entries if e.get("grant") == grant_id and e["kind"] == kind)
@@ -857,18 +907,30 @@ def test_times_read_as_a_person_reads_them_with_the_exact_time_on_focus(wallet: 
     assert seen["kept"] == "yes"
     assert seen["tip on hover"] == tip
     assert seen["expires"] == "in 23 h"
-    assert seen["relative"] == ["just now", "2 min ago", "3 h ago", "yesterday", "7 Mar 2026",
-                                "in a moment", "in 5 min", "in 23 h"]  # fmt: skip
+    assert seen["relative"] == [
+        "just now",
+        "2 min ago",
+        "3 h ago",
+        "yesterday",
+        "7 Mar 2026",
+        "in a moment",
+        "in 5 min",
+        "in 23 h",
+    ]
 
 
 def test_an_outcome_code_has_its_sentence_beside_it_in_activity(wallet: Engine) -> None:
     origin = "https://codes.example.org"
 
     async def main() -> dict[str, Any]:
-        grant_id = await granted(wallet, origin, skills=["text.generate"],
-                                 models={"m1": "openrouter/fake/echo-1"})  # fmt: skip
-        call = {"grantId": grant_id, "params": {"model": "m9"},
-                "input": {"messages": [{"role": "user", "content": "hello"}]}}  # fmt: skip
+        grant_id = await granted(
+            wallet, origin, skills=["text.generate"], models={"m1": "openrouter/fake/echo-1"}
+        )
+        call = {
+            "grantId": grant_id,
+            "params": {"model": "m9"},
+            "input": {"messages": [{"role": "user", "content": "hello"}]},
+        }
         status, answer = await api(wallet, "POST", "/v1/skills/text.generate", call)
         assert (status, answer["code"]) == (403, "model-not-granted"), answer
         async with reading_page(wallet) as page:

@@ -36,8 +36,9 @@ def generate(
 
     async def run() -> TextAnswer | TextFailure:
         runtime = TextRuntime(SourceStore(path))
-        call = TextCall(model=model, messages=ask(text), max_tokens=changes.pop("max_tokens", 64),
-                        **changes)  # fmt: skip
+        call = TextCall(
+            model=model, messages=ask(text), max_tokens=changes.pop("max_tokens", 64), **changes
+        )
         try:
             return await runtime.generate(call, on_chunk if stream else None)
         except TextFailure as failure:

@@ -120,8 +120,16 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     old = compare.load(args.compare) if args.compare else None
     device = resolve_device(args.device)
-    settings = settings_for(args.quick, args.model, device, args.calls, args.repeats, args.sweep,
-                            args.judge_model, args.judge_design)  # fmt: skip
+    settings = settings_for(
+        args.quick,
+        args.model,
+        device,
+        args.calls,
+        args.repeats,
+        args.sweep,
+        args.judge_model,
+        args.judge_design,
+    )
     with RichReporter(err) as reporter:
         ctx = prepare(settings, reporter)
         results = run_scenarios(ctx, args.scenarios or default_names(args.quick))

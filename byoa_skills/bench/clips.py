@@ -130,7 +130,7 @@ def real_groups(
                 )
             ]
         groups[name] = clips
-    return groups  # fmt: skip
+    return groups
 
 
 def _spread(records: list[dict[str, object]], wanted: int) -> list[dict[str, object]]:

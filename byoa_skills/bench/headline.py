@@ -39,9 +39,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             direct["best_throughput"], "clips/s", "higher", f"direct best ({direct['best']})"
         )
         out["direct_best_short_throughput"] = _figure(
-            direct.get("best_short_throughput"), "clips/s", "higher",
+            direct.get("best_short_throughput"),
+            "clips/s",
+            "higher",
             f"direct best ({direct.get('best_short')}), the engine's windows and decode",
-        )  # fmt: skip
+        )
     if floor := _ok(results, "floor"):
         for name, figures in floor["groups"].items():
             out[f"floor_{name}_p50_s"] = _figure(
@@ -55,17 +57,21 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             engine.get("vs_direct_best"), "ratio", "higher", "engine / direct best throughput"
         )
         out["engine_vs_direct_best_short"] = _figure(
-            engine.get("vs_direct_best_short"), "ratio", "higher",
+            engine.get("vs_direct_best_short"),
+            "ratio",
+            "higher",
             "engine / direct best with the engine's windows and decode",
-        )  # fmt: skip
+        )
         for name, stats in engine.get("group_latency_s", {}).items():
             out[f"engine_latency_{name}_c1_p50_s"] = _figure(
                 stats["p50"], "s", "lower", f"engine p50 at concurrency 1, {name} real clips"
             )
             out[f"engine_vs_floor_{name}"] = _figure(
-                engine.get("vs_floor", {}).get(name), "ratio", "lower",
+                engine.get("vs_floor", {}).get(name),
+                "ratio",
+                "lower",
                 f"engine p50 / floor, {name} real clips",
-            )  # fmt: skip
+            )
         for label in ("1s", "5s", "15s"):
             out[f"engine_latency_{label}_p50_s"] = _figure(
                 engine["latency_s"][label]["p50"], "s", "lower", f"engine latency {label}, p50"
@@ -123,9 +129,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
                     )
                     if c == 1:
                         out["engine_vs_peer_latency_c1"] = _figure(
-                            mine["latency_s"]["p50"] / level["latency_s"]["p50"], "ratio",
-                            "lower", "engine / peer p50 latency at concurrency 1",
-                        )  # fmt: skip
+                            mine["latency_s"]["p50"] / level["latency_s"]["p50"],
+                            "ratio",
+                            "lower",
+                            "engine / peer p50 latency at concurrency 1",
+                        )
     if accuracy := _ok(results, "accuracy"):
         for way, label in (("whole", "whole window, beam 5"), ("engine", "engine")):
             figures = accuracy["ways"][way]
@@ -134,9 +142,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
                     wer, "WER", "lower", f"WER {language}, {label}"
                 )
         out["guard_decoded_again_rate"] = _figure(
-            accuracy["ways"]["engine"]["decoded_again_rate"], "share", "lower",
+            accuracy["ways"]["engine"]["decoded_again_rate"],
+            "share",
+            "lower",
             "real clips the guard decoded again",
-        )  # fmt: skip
+        )
     if link := _ok(results, "link"):
         out["link_throughput"] = _figure(
             link["best_throughput"], "clips/s", "higher", "direct link throughput, best level"
@@ -159,9 +169,11 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             )
     if tune := _ok(results, "tune"):
         out["tune_best_throughput"] = _figure(
-            tune["candidates"][tune["best"]]["throughput"], "clips/s", "higher",
+            tune["candidates"][tune["best"]]["throughput"],
+            "clips/s",
+            "higher",
             f"tuned layout ({tune['best']}), kept for serve",
-        )  # fmt: skip
+        )
     if gpu := _ok(results, "gpu"):
         out["gpu_throughput"] = _figure(
             gpu["best_throughput"], "clips/s", "higher", "engine on CUDA, best level"

@@ -26,20 +26,32 @@ def build_app() -> web.Application:
         tokens = ANSWER[: max(1, int(body.get("max_tokens") or len(ANSWER)))]
         finish = "length" if len(tokens) < len(ANSWER) else "stop"
         head = {"id": "instant", "model": body.get("model"), "created": int(time.time())}
-        usage = {"prompt_tokens": 8, "completion_tokens": len(tokens),
-                 "total_tokens": 8 + len(tokens)}  # fmt: skip
+        usage = {
+            "prompt_tokens": 8,
+            "completion_tokens": len(tokens),
+            "total_tokens": 8 + len(tokens),
+        }
         if not body.get("stream"):
             message = {"role": "assistant", "content": "".join(tokens)}
-            return web.json_response({**head, "object": "chat.completion", "usage": usage,
-                                      "choices": [{"index": 0, "message": message,
-                                                   "finish_reason": finish}]})  # fmt: skip
+            return web.json_response(
+                {
+                    **head,
+                    "object": "chat.completion",
+                    "usage": usage,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                }
+            )
         response = await open_events(request)
         for index, token in enumerate(tokens):
             last = index == len(tokens) - 1
-            choice = {"index": 0, "delta": {"content": token},
-                      "finish_reason": finish if last else None}  # fmt: skip
-            await send_event(response, {**head, "object": "chat.completion.chunk",
-                                        "choices": [choice]})  # fmt: skip
+            choice = {
+                "index": 0,
+                "delta": {"content": token},
+                "finish_reason": finish if last else None,
+            }
+            await send_event(
+                response, {**head, "object": "chat.completion.chunk", "choices": [choice]}
+            )
         return await end_events(response)
 
     app = web.Application()

@@ -46,12 +46,12 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("noise-more", (0.3, 0.8), (1.0, 2.0), noise_db=-40.0),
     Recipe("48k", (0.1, 0.5), (0.2, 1.0), round_trip=True),
     Recipe("48k-trail", (0.3, 0.9), (1.5, 2.5), round_trip=True),
-    Recipe("quiet-noise-48k", (0.3, 0.9), (0.5, 2.5), gain_db=-20.0, noise_db=-60.0,
-           round_trip=True),
-    Recipe("loud-noise-48k", (0.1, 0.9), (0.5, 2.5), gain_db=None, noise_db=-45.0,
-           round_trip=True),
+    Recipe(
+        "quiet-noise-48k", (0.3, 0.9), (0.5, 2.5), gain_db=-20.0, noise_db=-60.0, round_trip=True
+    ),
+    Recipe("loud-noise-48k", (0.1, 0.9), (0.5, 2.5), gain_db=None, noise_db=-45.0, round_trip=True),
     Recipe("mic", (0.1, 0.9), (0.0, 2.5), gain_db=-6.0, noise_db=-55.0, round_trip=True),
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -118,18 +118,26 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
     elif name == "accuracy":
         ways = entry["ways"]
         languages = list(ways["whole"]["wer"])
-        lines += ["| way | " + " | ".join(f"WER {n}" for n in languages)
-                  + " | WER all | decoded again | seconds |",
-                  "|---|" + "---|" * (len(languages) + 3)]  # fmt: skip
+        lines += [
+            "| way | "
+            + " | ".join(f"WER {n}" for n in languages)
+            + " | WER all | decoded again | seconds |",
+            "|---|" + "---|" * (len(languages) + 3),
+        ]
         for way, figures in ways.items():
             cells = " | ".join(f"{figures['wer'][n]:.3f}" for n in languages)
-            lines.append(f"| {way} | {cells} | {figures['wer_all']:.3f} | "
-                         f"{figures['decoded_again']} ({figures['decoded_again_rate']:.1%}) | "
-                         f"{figures['seconds']:.1f} |")  # fmt: skip
+            lines.append(
+                f"| {way} | {cells} | {figures['wer_all']:.3f} | "
+                f"{figures['decoded_again']} ({figures['decoded_again_rate']:.1%}) | "
+                f"{figures['seconds']:.1f} |"
+            )
         answered = ", ".join(f"{k}: {v}" for k, v in sorted(ways["engine"]["answered_by"].items()))
-        lines += ["", f"{entry['clips']} clips. The engine's answers came from: {answered}. "
-                  f"Within {entry['goal']:.1%} of the whole window in every language: "
-                  f"{'yes' if entry['within_goal'] else 'no'}."]  # fmt: skip
+        lines += [
+            "",
+            f"{entry['clips']} clips. The engine's answers came from: {answered}. "
+            f"Within {entry['goal']:.1%} of the whole window in every language: "
+            f"{'yes' if entry['within_goal'] else 'no'}.",
+        ]
     elif name in ("engine", "gpu", "peer", "link"):
         lines.append(STATS_HEAD.format("latency by clip (s)"))
         for label, stats in entry["latency_s"].items():
@@ -141,8 +149,11 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 floor = f" ({ratio:.2f}x the floor)" if ratio else ""
                 lines.append(_stats_row(group + floor, stats))
         if entry.get("group_latency_by_window_s"):
-            lines += ["", "| real clip group | window | calls | p50 (s) | languages |",
-                      "|---|---|---|---|---|"]  # fmt: skip
+            lines += [
+                "",
+                "| real clip group | window | calls | p50 (s) | languages |",
+                "|---|---|---|---|---|",
+            ]
             for group, sides in entry["group_latency_by_window_s"].items():
                 for side, figure in sides.items():
                     lines.append(
@@ -184,66 +195,90 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         lines.append(STATS_HEAD.format("seconds"))
         lines.append(_stats_row("grant to its answer (workers warm)", entry["grant_to_warm_s"]))
         lines.append(_stats_row("first call after the warm-up", entry["first_call_s"]))
-        lines += ["", f"Whole engine RSS: {entry['warm_rss_mib']:.0f} MiB warm, "
-                  f"{entry['idle_rss_mib']:.0f} MiB with its {entry['workers']} workers let go "
-                  f"(after {entry['idle_release_s']:g} s idle). First call / warm median: "
-                  f"{entry['first_vs_warm']:.2f}."]  # fmt: skip
+        lines += [
+            "",
+            f"Whole engine RSS: {entry['warm_rss_mib']:.0f} MiB warm, "
+            f"{entry['idle_rss_mib']:.0f} MiB with its {entry['workers']} workers let go "
+            f"(after {entry['idle_release_s']:g} s idle). First call / warm median: "
+            f"{entry['first_vs_warm']:.2f}.",
+        ]
     elif name == "batch":
-        lines += ["| set-up | p50 1 s / 5 s / 15 s (s) | clips/s 1 s / 5 s / 15 s / mix | "
-                  "mix / direct best |", "|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "| set-up | p50 1 s / 5 s / 15 s (s) | clips/s 1 s / 5 s / 15 s / mix | "
+            "mix / direct best |",
+            "|---|---|---|---|",
+        ]
         for key, figures in entry["configs"].items():
             latency = " / ".join(_n(figures["latency_s"][label]["p50"]) for label in LABELS)
             rates = " / ".join(_n(figures["throughput"][k]) for k in (*LABELS, "mix"))
             ratio = figures.get("vs_direct_best")
             best = " (best)" if key == entry["best"] else ""
-            lines.append(f"| {key}{best} | {latency} | {rates} | "
-                         f"{'-' if ratio is None else f'{ratio:.2f}x'} |")  # fmt: skip
+            lines.append(
+                f"| {key}{best} | {latency} | {rates} | "
+                f"{'-' if ratio is None else f'{ratio:.2f}x'} |"
+            )
     elif name == "text":
         lines.append(STATS_HEAD.format("source, path (ms)"))
         for source, figures in entry["sources"].items():
             lines.append(_stats_row(f"{source}, direct", figures["direct_ms"]))
             lines.append(_stats_row(f"{source}, through the engine", figures["engine_ms"]))
             lines.append(_stats_row(f"{source}, engine minus direct", figures["added_ms"]))
-        lines += ["", "Added latency, difference of the medians: " + ", ".join(
-            f"{source} {figures['added_p50_ms']:.2f} ms"
-            for source, figures in entry["sources"].items()
-        ) + f" ({entry['max_tokens']} answer tokens)."]  # fmt: skip
+        lines += [
+            "",
+            "Added latency, difference of the medians: "
+            + ", ".join(
+                f"{source} {figures['added_p50_ms']:.2f} ms"
+                for source, figures in entry["sources"].items()
+            )
+            + f" ({entry['max_tokens']} answer tokens).",
+        ]
     elif name == "store":
         lines.append(STATS_HEAD.format("the shim's work (ms)"))
-        for key, label in (("grant_created_ms", "grant taken"),
-                           ("call_recorded_ms", "call recorded (event loop)"),
-                           ("call_committed_ms", "call recorded to committed"),
-                           ("site_query_ms", "one site's newest 100 entries")):  # fmt: skip
+        for key, label in (
+            ("grant_created_ms", "grant taken"),
+            ("call_recorded_ms", "call recorded (event loop)"),
+            ("call_committed_ms", "call recorded to committed"),
+            ("site_query_ms", "one site's newest 100 entries"),
+        ):
             lines.append(_stats_row(label, entry[key]))
         stall = entry["burst_longest_stall_ms"]
-        lines += ["", f"{entry['sites']} sites, {entry['activity_entries']} activity entries "
-                  f"({entry['database_mib']:.0f} MiB); longest event-loop stall during a burst "
-                  f"of {entry['burst_calls']} calls: {stall:.1f} ms."]  # fmt: skip
+        lines += [
+            "",
+            f"{entry['sites']} sites, {entry['activity_entries']} activity entries "
+            f"({entry['database_mib']:.0f} MiB); longest event-loop stall during a burst "
+            f"of {entry['burst_calls']} calls: {stall:.1f} ms.",
+        ]
     elif name == "longform":
         wer = entry["wer"]
         lines += [
-            "| way | wall s | WER vs said |", "|---|---|---|",
+            "| way | wall s | WER vs said |",
+            "|---|---|---|",
             f"| engine, {entry['workers']} workers, pieces across the pool | "
             f"{_n(entry['engine_s'])} | {wer['engine']:.1%} |",
             f"| faster-whisper transcribe | {_n(entry['transcribe_s'])} | "
             f"{wer['transcribe']:.1%} |",
             f"| faster-whisper BatchedInferencePipeline | {_n(entry['batched_s'])} | "
             f"{wer['batched']:.1%} |",
-            "", f"{entry['recording_s']:.0f} s recording; the engine is "
+            "",
+            f"{entry['recording_s']:.0f} s recording; the engine is "
             f"{entry['speedup_vs_faster']:.2f}x the faster direct way; WER engine vs transcribe "
             f"{wer['engine_vs_transcribe']:.1%}. A site's 1 s clip: {_n(entry['site_idle_s'])} s "
             f"idle, {_n(entry['site_during_s'])} s during the long job "
             f"({entry['site_calls_during']} calls).",
-        ]  # fmt: skip
+        ]
     elif name == "longmemory":
         lines += _longmemory_lines(entry)
     elif name == "tune":
-        lines += ["| candidate | clips/s, twice the cores in flight | p50 one at a time (s) |",
-                  "|---|---|---|"]  # fmt: skip
+        lines += [
+            "| candidate | clips/s, twice the cores in flight | p50 one at a time (s) |",
+            "|---|---|---|",
+        ]
         for key, figures in entry["candidates"].items():
             best = " (chosen)" if key == entry["best"] else ""
-            lines.append(f"| {key}{best} | {_n(figures['throughput'])} | "
-                         f"{_n(figures['latency_c1_s']['p50'])} |")  # fmt: skip
+            lines.append(
+                f"| {key}{best} | {_n(figures['throughput'])} | "
+                f"{_n(figures['latency_c1_s']['p50'])} |"
+            )
         lines += ["", f"Kept for `serve` ({entry['model']}) in {entry['kept_in']}."]
     elif name in TABLED:
         scenario = import_module(f"byoa_skills.bench.scenarios.{name}")
@@ -265,18 +300,24 @@ def _longmemory_lines(entry: dict[str, Any]) -> list[str]:
     clients leave: its peak, its answers and the CPU time spent after they left."""
     lines = ["| recordings | peak growth MiB | kept MiB | wall s |", "|---|---|---|---|"]
     for key, step in entry["steps"].items():
-        lines.append(f"| {key.replace('_x', ', ')} at once | {_n(step['peak_growth_mib'])} | "
-                     f"{_n(step['kept_growth_mib'])} | {_n(step['seconds'])} |")  # fmt: skip
+        lines.append(
+            f"| {key.replace('_x', ', ')} at once | {_n(step['peak_growth_mib'])} | "
+            f"{_n(step['kept_growth_mib'])} | {_n(step['seconds'])} |"
+        )
     burst = entry.get("burst")
     if burst:
         answers = ", ".join(f"{outcome}: {count}" for outcome, count in burst["outcomes"].items())
         idle = burst["working_zero_after_s"]
-        lines += ["", f"{burst['uploads']} uploads of {_n(burst['file_mib'])} MiB at once, each "
-                  f"client gone after {_n(burst['stays_s'])} s: peak growth "
-                  f"{_n(burst['peak_growth_mib'])} MiB; {answers}; serve used "
-                  f"{_n(burst['cpu_after_s'])} s of CPU in the {_n(burst['after_s'])} s after "
-                  f"they left" + ("" if idle is None else
-                                  f" (no recording working {_n(idle)} s after)") + "."]  # fmt: skip
+        lines += [
+            "",
+            f"{burst['uploads']} uploads of {_n(burst['file_mib'])} MiB at once, each "
+            f"client gone after {_n(burst['stays_s'])} s: peak growth "
+            f"{_n(burst['peak_growth_mib'])} MiB; {answers}; serve used "
+            f"{_n(burst['cpu_after_s'])} s of CPU in the {_n(burst['after_s'])} s after "
+            f"they left"
+            + ("" if idle is None else f" (no recording working {_n(idle)} s after)")
+            + ".",
+        ]
     return lines
 
 

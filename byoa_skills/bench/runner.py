@@ -39,8 +39,17 @@ def prepare(settings: Settings, reporter: Reporter, home: Path | None = None) ->
     clips, source = load_clips()
     real = real_groups(settings.quick, english_only=settings.model.endswith(".en"))
     clips |= {clip.key: clip.samples for group in real.values() for clip in group}
-    return Context(settings, clips, source, home, Path(model_dir), available_cores(), reporter,
-                   layout_path=user_layout, real=real)  # fmt: skip
+    return Context(
+        settings,
+        clips,
+        source,
+        home,
+        Path(model_dir),
+        available_cores(),
+        reporter,
+        layout_path=user_layout,
+        real=real,
+    )
 
 
 def run_scenarios(ctx: Context, selected: Sequence[str]) -> dict[str, Any]:

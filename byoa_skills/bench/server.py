@@ -116,8 +116,13 @@ class EngineProcess:
         token = token or secrets.token_hex(16)
         log = home / log_name
         # the developer switch lets the engine take the reference site's ws://localhost link
-        variables = {**os.environ, "BYOA_SKILLS_HOME": str(home), "BYOA_SKILLS_TOKEN": token,
-                     "BYOA_WALLET_DEV_LOCAL": "1", **(env or {})}  # fmt: skip
+        variables = {
+            **os.environ,
+            "BYOA_SKILLS_HOME": str(home),
+            "BYOA_SKILLS_TOKEN": token,
+            "BYOA_WALLET_DEV_LOCAL": "1",
+            **(env or {}),
+        }
         command = [sys.executable, "-m", "byoa_skills", "serve", "--port", str(port), *args]
         started = time.perf_counter()
         with log.open("wb") as log_file:
@@ -202,8 +207,19 @@ def start_engine(
 ) -> EngineProcess:
     """Start ``byoa-skills serve`` on ``model`` with ``BYOA_SKILLS_HOME=home`` and a fresh
     token; returns at once (see :meth:`EngineProcess.wait_ready`)."""
-    args = ["--model", model, "--workers", str(workers), "--threads", str(threads),
-            "--device", device, "--log-level", "warning", *extra]  # fmt: skip
+    args = [
+        "--model",
+        model,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--device",
+        device,
+        "--log-level",
+        "warning",
+        *extra,
+    ]
     return EngineProcess.start(home, args, log_name=log_name)
 
 
@@ -213,8 +229,12 @@ def grant_request(
     """The body of ``POST /v1/grants`` allowing ``origin`` (declaring ``manifest``) the
     ``skills`` for ``hours``, within 1 USD a session."""
     expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + hours * 3600))
-    grant = {"byoa": "0.1-draft", "skills": skills, "budget": {"perSession": "1 USD"},
-             "expiresAt": expires}  # fmt: skip
+    grant = {
+        "byoa": "0.1-draft",
+        "skills": skills,
+        "budget": {"perSession": "1 USD"},
+        "expiresAt": expires,
+    }
     return {"origin": origin, "manifest": manifest, "grant": grant}
 
 

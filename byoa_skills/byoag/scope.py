@@ -59,9 +59,11 @@ class RegistrationCalls:
     """Answers the calls of paired platforms within their registrations' scope."""
 
     def __init__(
-        self, shim: WalletShim, registrations: RegistrationStore | None = None,
+        self,
+        shim: WalletShim,
+        registrations: RegistrationStore | None = None,
         decision: GrantDecision | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.shim = shim
         self.registrations = registrations or RegistrationStore()
         #: The one grant decision (shared with the other ways in).
@@ -94,16 +96,24 @@ class RegistrationCalls:
                 "the skill is outside the registration's scope",
             )
         if uses_models(skill) and not await self.shim.engine.fits(skill, {}):
-            return self._refused(registration.issuer, skill, "no-fitting-model",
-                                 "no text source answers with a model")  # fmt: skip
+            return self._refused(
+                registration.issuer,
+                skill,
+                "no-fitting-model",
+                "no text source answers with a model",
+            )
         try:
             grant_id = await self._grant_for(registration, skill)
         except GrantRefusal as refusal:
             return self._refused(registration.issuer, skill, refusal.code, refusal.message)
         grant = self.shim.grants.get(grant_id)
         if grant is not None and skill not in grant.skills:  # in its scope, not served here
-            return self._refused(registration.issuer, skill, "no-fitting-model",
-                                 "no model here serves this skill now")  # fmt: skip
+            return self._refused(
+                registration.issuer,
+                skill,
+                "no-fitting-model",
+                "no model here serves this skill now",
+            )
         if uses_models(skill) and grant is not None and grant.models:
             params = named_model(params, next(iter(grant.models)))
         return await self.shim.call(grant_id, skill, skill_input, params, deadline, on_chunk)

@@ -45,9 +45,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per line")
     parser.add_argument(
-        "--export", metavar="FILE", type=Path,
+        "--export",
+        metavar="FILE",
+        type=Path,
         help="write every entry, oldest first, to FILE as JSON lines (mode 0600)",
-    )  # fmt: skip
+    )
     parser.set_defaults(run=run)
 
 

@@ -27,26 +27,33 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-dir", type=Path, help="take the model's files from this folder (verified)"
     )
     parser.add_argument(
-        "--device", choices=[device.value for device in Device], default=PoolConfig.device.value,
+        "--device",
+        choices=[device.value for device in Device],
+        default=PoolConfig.device.value,
         help="cpu (int8), cuda (float16), or auto: cuda when a GPU answers, else cpu "
         f"(default {PoolConfig.device})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--backend", choices=[backend.value for backend in Backend],
+        "--backend",
+        choices=[backend.value for backend in Backend],
         default=PoolConfig.backend.value,
         help=f"ct2: CTranslate2; torch: PyTorch, greedy decoding (needs byoa-skills[torch]) "
         f"(default {PoolConfig.backend})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--encoder-backend", choices=ENCODER_BACKENDS, default=PoolConfig.encoder_backend,
+        "--encoder-backend",
+        choices=ENCODER_BACKENDS,
+        default=PoolConfig.encoder_backend,
         help="what runs Whisper's encoder: auto (OpenVINO bf16 where the CPU has bf16 units, "
         "else CTranslate2), ctranslate2, or openvino (CPU only; f32 without bf16 units) "
         f"(default {PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error"),
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
         help="log lines on stderr at this level and above (default info)",
-    )  # fmt: skip
+    )
 
 
 def pool_setting(

@@ -27,8 +27,14 @@ from byoa_skills.store.link_pairings import RecentCodes
 from byoa_skills.store.sites import SiteStore
 
 EXIT_CONNECTED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
-_ANSWERS = {"a": "allow", "allow": "allow", "d": "decline", "decline": "decline",
-            "o": "decide-on-my-own", "own": "decide-on-my-own"}  # fmt: skip
+_ANSWERS = {
+    "a": "allow",
+    "allow": "allow",
+    "d": "decline",
+    "decline": "decline",
+    "o": "decide-on-my-own",
+    "own": "decide-on-my-own",
+}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -49,9 +55,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     decision = command.add_mutually_exclusive_group()
     decision.add_argument("--allow", dest="decision", action="store_const", const="allow")
     decision.add_argument("--decline", dest="decision", action="store_const", const="decline")
-    decision.add_argument("--decide-on-my-own", dest="decision", action="store_const",
-                          const="decide-on-my-own",
-                          help="allow, and come back after a drop without asking")  # fmt: skip
+    decision.add_argument(
+        "--decide-on-my-own",
+        dest="decision",
+        action="store_const",
+        const="decide-on-my-own",
+        help="allow, and come back after a drop without asking",
+    )
     add_engine_arguments(command)
     add_retention_arguments(command)
     command.set_defaults(run=run)

@@ -44,25 +44,37 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for name, text in ACTIONS.items():
         action = actions.add_parser(name, help=text, description=text)
         action.add_argument(
-            "--browser", choices=BROWSERS, default="chromium",
+            "--browser",
+            choices=BROWSERS,
+            default="chromium",
             help="whose per-user folder (default chromium)",
-        )  # fmt: skip
+        )
         action.add_argument(
-            "--user-data-dir", type=Path, metavar="DIR",
+            "--user-data-dir",
+            type=Path,
+            metavar="DIR",
             help="a browser profile folder instead of the per-user one",
-        )  # fmt: skip
+        )
         if name == "install":
-            action.add_argument("--port", type=int, default=DEFAULT_PORT,
-                                help=f"the engine's port (default {DEFAULT_PORT})")  # fmt: skip
             action.add_argument(
-                "--no-start", action="store_true",
+                "--port",
+                type=int,
+                default=DEFAULT_PORT,
+                help=f"the engine's port (default {DEFAULT_PORT})",
+            )
+            action.add_argument(
+                "--no-start",
+                action="store_true",
                 help="the host never starts an engine (with none running, requests get null)",
-            )  # fmt: skip
+            )
             action.add_argument(
-                "--serve-arg", action="append", default=[], metavar="ARG",
+                "--serve-arg",
+                action="append",
+                default=[],
+                metavar="ARG",
                 help="an option for the engine the host starts, e.g. --serve-arg=--model "
                 "--serve-arg=tiny.en (repeat for each word)",
-            )  # fmt: skip
+            )
         action.set_defaults(run=run)
 
 
@@ -101,10 +113,12 @@ def run(args: argparse.Namespace) -> int:
 def how_to_load(browser: str) -> str:
     """Where the extension's folder is, its ID, and how to load it in ``browser``."""
     page = "chrome://extensions"
-    return "\n".join([
-        f"extension:     {extension_dir()}",
-        f"extension ID:  {extension_id()}",
-        f"To load it in {browser}: open {page}, turn on Developer mode, choose "
-        "\"Load unpacked\" and pick the extension folder above (or start the browser with "
-        "--load-extension=FOLDER).",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"extension:     {extension_dir()}",
+            f"extension ID:  {extension_id()}",
+            f"To load it in {browser}: open {page}, turn on Developer mode, choose "
+            '"Load unpacked" and pick the extension folder above (or start the browser with '
+            "--load-extension=FOLDER).",
+        ]
+    )

@@ -34,13 +34,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     command.add_argument("--port", type=int, default=DEFAULT_PORT, help="the engine's port")
     command.add_argument(
-        "--no-start", action="store_true",
+        "--no-start",
+        action="store_true",
         help="never start an engine: with none running, every request gets null",
-    )  # fmt: skip
+    )
     command.add_argument(
-        "--serve-arg", action="append", default=[], metavar="ARG",
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
         help="an option for the engine the host starts (repeat for each word)",
-    )  # fmt: skip
+    )
     command.add_argument(
         "caller", nargs="*", help=argparse.SUPPRESS
     )  # the browser names the extension (chrome-extension://ID/), and more on some systems
@@ -52,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print can never reach the pipe
     sys.stdout = sys.stderr
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="byoa-native-host %(levelname)s %(message)s")  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="byoa-native-host %(levelname)s %(message)s"
+    )
     token = os.environ.get(TOKEN_ENV)
     if not token:
         try:
@@ -65,8 +70,15 @@ def run(args: argparse.Namespace) -> int:
             return 1
     argv = None
     if not args.no_start:
-        argv = [sys.executable, "-m", "byoa_skills", "serve", "--port", str(args.port),
-                *args.serve_arg]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "byoa_skills",
+            "serve",
+            "--port",
+            str(args.port),
+            *args.serve_arg,
+        ]
     starter = EngineStarter(argv, paths.data_dir() / ENGINE_LOG)
     host = NativeHost(f"http://127.0.0.1:{args.port}", token, starter)
     try:

@@ -47,17 +47,19 @@ def applications_dir() -> Path:
 def desktop_entry(program: str | None = None) -> str:
     """The desktop entry that hands a link to ``byoa-skills connect``."""
     program = program or shutil.which("byoa-skills") or f"{sys.executable} -m byoa_skills"
-    return "\n".join([
-        "[Desktop Entry]",
-        "Type=Application",
-        "Name=BYOA agent wallet link",
-        "Comment=Takes bringyourownagent:// links from web sites",
-        f"Exec={program if ' ' in program else shlex.quote(program)} connect %u",
-        "Terminal=false",  # the consent is on the wallet page
-        "NoDisplay=true",
-        f"MimeType={MIME_TYPE};",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "[Desktop Entry]",
+            "Type=Application",
+            "Name=BYOA agent wallet link",
+            "Comment=Takes bringyourownagent:// links from web sites",
+            f"Exec={program if ' ' in program else shlex.quote(program)} connect %u",
+            "Terminal=false",  # the consent is on the wallet page
+            "NoDisplay=true",
+            f"MimeType={MIME_TYPE};",
+            "",
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if xdg_mime:
         done = subprocess.run([xdg_mime, "default", ENTRY_NAME, MIME_TYPE], check=False)
         if done.returncode != 0:
-            print(f"byoa-skills: xdg-mime could not make it the default for {MIME_TYPE}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"byoa-skills: xdg-mime could not make it the default for {MIME_TYPE}",
+                file=sys.stderr,
+            )
             return 1
     print(f"installed {path} for {MIME_TYPE}")
     return 0

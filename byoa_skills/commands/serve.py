@@ -85,13 +85,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def add_retention_arguments(parser: argparse.ArgumentParser) -> None:
     """How long the activity log keeps its entries."""
     parser.add_argument(
-        "--activity-days", type=number_at_least(0), default=DEFAULT_MAX_AGE_DAYS, metavar="DAYS",
+        "--activity-days",
+        type=number_at_least(0),
+        default=DEFAULT_MAX_AGE_DAYS,
+        metavar="DAYS",
         help=f"keep activity entries this many days (default {DEFAULT_MAX_AGE_DAYS}; 0: forever)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--activity-rows", type=whole_number(0), default=DEFAULT_MAX_ROWS, metavar="N",
+        "--activity-rows",
+        type=whole_number(0),
+        default=DEFAULT_MAX_ROWS,
+        metavar="N",
         help=f"keep at most the newest N activity entries (default {DEFAULT_MAX_ROWS}; 0: all)",
-    )  # fmt: skip
+    )
 
 
 def retention_of(args: argparse.Namespace) -> Retention:
@@ -108,33 +114,41 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8787)")
     add_model_arguments(parser)
     parser.add_argument(
-        "--workers", type=pool_setting("workers", int),
+        "--workers",
+        type=pool_setting("workers", int),
         help="worker processes (default: the layout `byoa-bench tune` measured, else one per "
         "core on the CPU, one on CUDA)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--threads", type=pool_setting("threads_per_worker", int),
+        "--threads",
+        type=pool_setting("threads_per_worker", int),
         help="threads per worker (default: the layout `byoa-bench tune` measured, else "
         f"{PoolConfig.threads_per_worker})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--queue", type=pool_setting("max_queue", int), default=PoolConfig.max_queue,
+        "--queue",
+        type=pool_setting("max_queue", int),
+        default=PoolConfig.max_queue,
         help=f"calls that may wait (default {PoolConfig.max_queue})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--max-batch", type=pool_setting("max_batch", int), default=None,
+        "--max-batch",
+        type=pool_setting("max_batch", int),
+        default=None,
         help="calls a worker decodes together (default: the layout `byoa-bench tune` "
         f"measured, else {default_max_batch(Device.CPU)} on the CPU, "
         f"{default_max_batch(Device.CUDA)} on CUDA; 1: no batching)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--batch-window-ms", type=pool_setting("batch_window", float, scale=1e-3),
+        "--batch-window-ms",
+        type=pool_setting("batch_window", float, scale=1e-3),
         default=PoolConfig.batch_window * 1000,
         help="how long a worker waits for calls to join its batch while all others are "
         f"busy (default {PoolConfig.batch_window * 1000:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--encoder-seconds", type=pool_setting("encoder_seconds", float),
+        "--encoder-seconds",
+        type=pool_setting("encoder_seconds", float),
         default=PoolConfig.encoder_seconds,
         help="the longest encoder window in seconds, 1 to 30 (default "
         f"{DEFAULT_ENCODER_SECONDS:g}: the whole 30 s window, as faster-whisper decodes, "
@@ -142,14 +156,15 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "sized to its speech, faster, and an answer that looks degenerate or says a phrase "
         "twice climbs to a larger one; see docs/runtime.md; --backend torch always encodes "
         "the whole window)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--idle-release", type=pool_setting("idle_release", float),
+        "--idle-release",
+        type=pool_setting("idle_release", float),
         default=PoolConfig.idle_release,
         help="let the workers go after this many seconds without a call; the next call, "
         "grant or request starts them again (default "
         f"{PoolConfig.idle_release:g}; 0: never)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--token",
         help=f"the bearer token (default: ${TOKEN_ENV}, else the token file). A value given "
@@ -209,14 +224,20 @@ def pool_config(
     elif args.workers or args.threads or args.max_batch:
         source = "flags"
     return PoolConfig(
-        model_dir=model_dir, model_name=model_name, device=device, backend=args.backend,
+        model_dir=model_dir,
+        model_name=model_name,
+        device=device,
+        backend=args.backend,
         encoder_backend=getattr(args, "encoder_backend", PoolConfig.encoder_backend),
-        workers=args.workers or workers, threads_per_worker=args.threads or threads,
-        max_queue=args.queue, max_batch=args.max_batch or batch,
-        batch_window=args.batch_window_ms / 1000, encoder_seconds=args.encoder_seconds,
+        workers=args.workers or workers,
+        threads_per_worker=args.threads or threads,
+        max_queue=args.queue,
+        max_batch=args.max_batch or batch,
+        batch_window=args.batch_window_ms / 1000,
+        encoder_seconds=args.encoder_seconds,
         idle_release=getattr(args, "idle_release", PoolConfig.idle_release),
         layout_source=source,
-    )  # fmt: skip
+    )
 
 
 def api_token(given: str | None) -> str:
@@ -261,8 +282,9 @@ async def serve(
     intake = LinkIntake(shim, consents=consents)
     page = WalletPage(engine, shim, intake, consents)
     page.base_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    app = build_app(engine, metrics, token, shim, intake, page=page,
-                    requests=PageRequests(shim, consents))  # fmt: skip
+    app = build_app(
+        engine, metrics, token, shim, intake, page=page, requests=PageRequests(shim, consents)
+    )
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_READ_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -271,9 +293,18 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    log.info("event=listening url=http://%s:%d workers=%d threads=%d batch=%d layout=%r "
-             "model=%s device=%s", host, port, config.workers, config.threads_per_worker,
-             config.max_batch, config.layout_source, config.model_name, config.device)  # fmt: skip
+    log.info(
+        "event=listening url=http://%s:%d workers=%d threads=%d batch=%d layout=%r "
+        "model=%s device=%s",
+        host,
+        port,
+        config.workers,
+        config.threads_per_worker,
+        config.max_batch,
+        config.layout_source,
+        config.model_name,
+        config.device,
+    )
     try:
         starting = asyncio.create_task(pool.start())
         stopping = asyncio.create_task(stop.wait())
@@ -305,8 +336,12 @@ async def _drain(pool: WorkerPool) -> None:
     """Let the calls taken finish (:meth:`WorkerPool.drain`), from whatever state the pool is
     in; a second SIGTERM or SIGINT meanwhile stops waiting for them (they are answered
     ``shutting-down`` as the pool closes)."""
-    log.info("event=draining queued=%d busy=%d life=%s", pool.queue_depth, pool.busy_workers,
-             pool.life.value)  # fmt: skip
+    log.info(
+        "event=draining queued=%d busy=%d life=%s",
+        pool.queue_depth,
+        pool.busy_workers,
+        pool.life.value,
+    )
     hurry = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -318,8 +353,7 @@ async def _drain(pool: WorkerPool) -> None:
     finally:
         hurrying.cancel()
         if not draining.done():
-            log.warning("event=drain-cut queued=%d busy=%d", pool.queue_depth,
-                        pool.busy_workers)  # fmt: skip
+            log.warning("event=drain-cut queued=%d busy=%d", pool.queue_depth, pool.busy_workers)
             draining.cancel()
         await asyncio.gather(draining, hurrying, return_exceptions=True)
 
@@ -328,9 +362,12 @@ def _say_store(status: StoreStatus) -> None:
     """Tell the visitor, at start, that the store cannot be used: the engine runs on, and
     every site is refused until it can be (``/health`` and the wallet page say so too)."""
     if not status.ok:
-        print(f"byoa-skills: the wallet's store cannot be used ({status.code}): "
-              f"{status.message}; sites are refused until it can be", file=sys.stderr,
-              flush=True)  # fmt: skip
+        print(
+            f"byoa-skills: the wallet's store cannot be used ({status.code}): "
+            f"{status.message}; sites are refused until it can be",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _link_outcome(answer: dict[str, Any]) -> str:

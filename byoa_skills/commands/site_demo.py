@@ -34,16 +34,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "the wallet last told it (GET /byoa/grant)."
         ),
     )
-    demo.add_argument("--mode", choices=MODES, default="geo",
-                      help="geo: the geography game (default); text: one question for two "
-                           "models from different companies")  # fmt: skip
-    demo.add_argument("--host", default="127.0.0.1",
-                      help="address to listen on (default 127.0.0.1; localhost: 127.0.0.1 "
-                           "and ::1)")  # fmt: skip
-    demo.add_argument("--port", type=int, default=DEFAULT_PORT,
-                      help=f"port (default {DEFAULT_PORT})")  # fmt: skip
-    demo.add_argument("--public-host", metavar="NAME",
-                      help="the public host name the link's wss:// endpoint names")  # fmt: skip
+    demo.add_argument(
+        "--mode",
+        choices=MODES,
+        default="geo",
+        help="geo: the geography game (default); text: one question for two "
+        "models from different companies",
+    )
+    demo.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; localhost: 127.0.0.1 and ::1)",
+    )
+    demo.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
+    )
+    demo.add_argument(
+        "--public-host",
+        metavar="NAME",
+        help="the public host name the link's wss:// endpoint names",
+    )
     demo.add_argument(
         "--endpoint",
         metavar="URL",
@@ -63,9 +73,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         + " (see docs/reliability.md)",
     )
     demo.add_argument(
-        "--hostile-calls", type=int, default=DEFAULT_CALLS, metavar="N",
+        "--hostile-calls",
+        type=int,
+        default=DEFAULT_CALLS,
+        metavar="N",
         help=f"how many calls never-reads and floods send (default {DEFAULT_CALLS})",
-    )  # fmt: skip
+    )
     demo.add_argument(
         "--log-level",
         default="info",
@@ -103,8 +116,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"byoa-skills site-demo: {error}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(args.host, args.port, endpoint, args.trust_forwarded, args.hostile,
-                          args.hostile_calls, args.mode))  # fmt: skip
+        asyncio.run(
+            serve(
+                args.host,
+                args.port,
+                endpoint,
+                args.trust_forwarded,
+                args.hostile,
+                args.hostile_calls,
+                args.mode,
+            )
+        )
     except OSError as error:
         print(f"byoa-skills site-demo: cannot listen: {error}", file=sys.stderr)
         return 1
@@ -123,9 +145,14 @@ async def serve(
     """Run the site in ``mode`` until SIGTERM or SIGINT, then say bye to the wallets and
     stop; with ``hostile``, attack every wallet that connects."""
     runner, url, demo = await start_site(
-        host=host, port=port, endpoint=endpoint, trust_forwarded=trust_forwarded,
-        hostile=hostile, hostile_calls=hostile_calls, mode=mode,
-    )  # fmt: skip
+        host=host,
+        port=port,
+        endpoint=endpoint,
+        trust_forwarded=trust_forwarded,
+        hostile=hostile,
+        hostile_calls=hostile_calls,
+        mode=mode,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -133,8 +160,9 @@ async def serve(
     endpoint = demo.endpoint
     log.info("event=listening url=%s endpoint=%s", url, endpoint)
     what = "the geography game" if mode == "geo" else "the text mode"
-    print(f"byoa-skills: {what} is on {url} (the link names {endpoint})",
-          file=sys.stderr, flush=True)  # fmt: skip
+    print(
+        f"byoa-skills: {what} is on {url} (the link names {endpoint})", file=sys.stderr, flush=True
+    )
     try:
         await stop.wait()
     finally:

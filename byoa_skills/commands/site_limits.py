@@ -49,14 +49,22 @@ def add_limits_parser(actions: argparse._SubParsersAction) -> None:
     )
     limits.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
     for option, name, kind in LIMIT_OPTIONS:
-        limits.add_argument(option, dest=name, type=_value(kind), metavar="N|none",
-                            help=f"{name} (a number, or none)")  # fmt: skip
+        limits.add_argument(
+            option,
+            dest=name,
+            type=_value(kind),
+            metavar="N|none",
+            help=f"{name} (a number, or none)",
+        )
     limits.add_argument("--budget", help="the budget per session, e.g. '0.10 USD'")
-    limits.add_argument("--expires-in-minutes", type=float, metavar="M",
-                        help="end the grants sooner: in M minutes")  # fmt: skip
-    limits.add_argument("--models", metavar="CODES",
-                        help="the model codes to keep, comma-separated (e.g. m1): the others "
-                             "are unticked")  # fmt: skip
+    limits.add_argument(
+        "--expires-in-minutes", type=float, metavar="M", help="end the grants sooner: in M minutes"
+    )
+    limits.add_argument(
+        "--models",
+        metavar="CODES",
+        help="the model codes to keep, comma-separated (e.g. m1): the others are unticked",
+    )
     limits.add_argument("--port", type=int, default=DEFAULT_PORT, help="the engine's port")
     limits.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
     limits.add_argument("--json", action="store_true", help="print the engine's JSON answer")
@@ -88,8 +96,10 @@ def run_limits(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"refused: {answer.get('code')}: {answer.get('message')}", file=sys.stderr)
             for problem in answer.get("errors") or []:
-                print(f"  {problem.get('code')} at {problem.get('path')}: "
-                      f"{problem.get('message')}", file=sys.stderr)  # fmt: skip
+                print(
+                    f"  {problem.get('code')} at {problem.get('path')}: {problem.get('message')}",
+                    file=sys.stderr,
+                )
         return EXIT_REFUSED
     if not args.json:
         for grant in answer["grants"]:
@@ -106,8 +116,12 @@ def in_store(origin: str, choices: dict[str, Any], sites: SiteStore | None = Non
     try:
         summaries = SiteChanges(store_shim(sites)).limits(origin, read_choices(choices))
     except (ChoiceRefusal, GrantRefusal) as refused:
-        return {"ok": False, "code": refused.code, "message": refused.message,
-                "errors": getattr(refused, "problems", [])}  # fmt: skip
+        return {
+            "ok": False,
+            "code": refused.code,
+            "message": refused.message,
+            "errors": getattr(refused, "problems", []),
+        }
     except StoreError as error:
         return {"ok": False, "code": error.code, "message": str(error)[:200]}
     finally:

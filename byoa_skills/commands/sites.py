@@ -78,8 +78,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _engine_options(action: argparse.ArgumentParser) -> None:
-    action.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help="the running engine's port (none answers: the store)")  # fmt: skip
+    action.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="the running engine's port (none answers: the store)",
+    )
     action.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
 
 
@@ -121,8 +125,9 @@ async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> An
             return None
         headers = {"Authorization": f"Bearer {api_token(getattr(args, 'token', None))}"}
         try:
-            async with session.post(f"{url}/v1/sites/change", json=body,
-                                    headers=headers) as response:  # fmt: skip
+            async with session.post(
+                f"{url}/v1/sites/change", json=body, headers=headers
+            ) as response:
                 return await response.json(content_type=None)
         except (aiohttp.ClientError, ValueError):
             return {"ok": False, "code": "no-answer", "message": "the engine did not answer"}
@@ -131,12 +136,15 @@ async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> An
 def _said(args: argparse.Namespace, origin: str, answer: dict[str, Any]) -> int:
     """Print what the engine (or the store) did; the exit status."""
     if not answer.get("ok"):
-        print(f"byoa-skills: refused: {answer.get('code')}: {answer.get('message')}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"byoa-skills: refused: {answer.get('code')}: {answer.get('message')}", file=sys.stderr
+        )
         return EXIT_USAGE
     if args.sites_command == "decide-on-my-own":
-        done, nothing = f"decide on my own: {args.setting} for {origin}", (
-            f"decide on my own is already {args.setting} for {origin}")  # fmt: skip
+        done, nothing = (
+            f"decide on my own: {args.setting} for {origin}",
+            (f"decide on my own is already {args.setting} for {origin}"),
+        )
     else:
         verb, already = _CHANGES[args.sites_command]
         done, nothing = f"{verb} {origin}", f"{origin} {already}"

@@ -60,8 +60,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--kind", required=True, choices=KINDS, help="the wire format it speaks")
     add.add_argument("--url", required=True, help="its base URL, e.g. http://localhost:1234/v1")
     add.add_argument("--key-env", help="the environment variable holding its API key")
-    add.add_argument("--max-concurrent", type=int, help="requests at once (default 4; 8 for "
-                     "OpenRouter)")  # fmt: skip
+    add.add_argument(
+        "--max-concurrent", type=int, help="requests at once (default 4; 8 for OpenRouter)"
+    )
     add.add_argument(
         "--provider",
         choices=PROVIDER_KINDS,
@@ -70,8 +71,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     remove = actions.add_parser("remove", help="remove a source")
     remove.add_argument("name", metavar="NAME")
     default = actions.add_parser("default", help="the model used when a call names none")
-    default.add_argument("model", metavar="SOURCE/MODEL", nargs="?",
-                         help="omit to clear the default")  # fmt: skip
+    default.add_argument(
+        "model", metavar="SOURCE/MODEL", nargs="?", help="omit to clear the default"
+    )
     sources.set_defaults(run=run)
 
 
@@ -155,17 +157,31 @@ def _default(store: SourceStore, config: SourceConfig, model: str | None) -> int
 
 def _print_probes(probes: list[Probe], config: SourceConfig, as_json: bool) -> None:
     if as_json:
-        print(json.dumps([
-            {"name": p.source.name, "kind": p.source.kind, "url": p.source.url,
-             "provider": p.source.provider_kind, "answers": p.answers, "models": p.models,
-             "problem": p.problem, "ms": round(p.seconds * 1000, 1)}
-            for p in probes
-        ], indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": p.source.name,
+                        "kind": p.source.kind,
+                        "url": p.source.url,
+                        "provider": p.source.provider_kind,
+                        "answers": p.answers,
+                        "models": p.models,
+                        "problem": p.problem,
+                        "ms": round(p.seconds * 1000, 1),
+                    }
+                    for p in probes
+                ],
+                indent=2,
+            )
+        )
         return
     for p in probes:
         state = "answers" if p.answers else "down"
-        print(f"{p.source.name:<12} {p.source.kind:<10} {p.source.url:<34} {state:<8} "
-              f"{p.source.provider_kind}")  # fmt: skip
+        print(
+            f"{p.source.name:<12} {p.source.kind:<10} {p.source.url:<34} {state:<8} "
+            f"{p.source.provider_kind}"
+        )
         if p.answers:
             for model in p.models or ["(no models listed)"]:
                 print(f"    {p.source.name}/{model}")

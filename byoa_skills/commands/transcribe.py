@@ -63,9 +63,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     command.add_argument("--json", action="store_true", help="print one JSON object per file")
     command.add_argument(
-        "--max-minutes", type=minutes, default=DEFAULT_MAX_SECONDS / 60,
+        "--max-minutes",
+        type=minutes,
+        default=DEFAULT_MAX_SECONDS / 60,
         help=f"the longest recording taken (default {DEFAULT_MAX_SECONDS / 60:g})",
-    )  # fmt: skip
+    )
     add_model_arguments(command)
     command.set_defaults(run=run, log_level="warning")
 
@@ -86,9 +88,13 @@ def run(args: argparse.Namespace) -> int:
 
     name, folder, device = model
     backend = load_backend(
-        folder, model_name=name, device=device, cpu_threads=args.threads, backend=args.backend,
+        folder,
+        model_name=name,
+        device=device,
+        cpu_threads=args.threads,
+        backend=args.backend,
         encoder_backend=args.encoder_backend,
-    )  # fmt: skip
+    )
     recordings = RecordingService.in_process(
         backend, name, backend.options.encoder_seconds, args.max_minutes * 60
     )
@@ -102,9 +108,12 @@ def run(args: argparse.Namespace) -> int:
             audio = _audio(data, args.max_minutes * 60)
             heard = asyncio.run(_transcribe(recordings, audio, args.language))
             report.update(
-                ok=True, text=heard.text, language=heard.language,
-                seconds=round(audio.seconds, 3), elapsed=round(time.monotonic() - began, 3),
-            )  # fmt: skip
+                ok=True,
+                text=heard.text,
+                language=heard.language,
+                seconds=round(audio.seconds, 3),
+                elapsed=round(time.monotonic() - began, 3),
+            )
         except OSError as error:
             report.update(code="unreadable", message=error.strerror or str(error))
         except (WavError, RecordingError, RecordingFailure) as refusal:
@@ -157,9 +166,11 @@ async def _transcribe(
     bar = _ProgressBar(recordings.window_seconds)
     try:
         return await recordings.transcribe(
-            audio, RecordingOptions(language=language), on_measured=bar.start,
+            audio,
+            RecordingOptions(language=language),
+            on_measured=bar.start,
             on_piece=bar.advance,
-        )  # fmt: skip
+        )
     finally:
         bar.close()
 

@@ -29,9 +29,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     command.add_argument("--port", type=int, default=DEFAULT_PORT, help="the engine's port")
     command.add_argument(
-        "--print", dest="print_only", action="store_true",
+        "--print",
+        dest="print_only",
+        action="store_true",
         help="print the page's address (with its ticket) instead of opening a browser",
-    )  # fmt: skip
+    )
     command.add_argument(
         "--token", help=f"the API token (default: ${TOKEN_ENV}, else the token file)"
     )
@@ -42,8 +44,11 @@ def run(args: argparse.Namespace) -> int:
     """Get a ticket and open (or print) the page."""
     url = asyncio.run(page_url(args.port, api_token(args.token)))
     if url is None:
-        print(f"byoa-skills wallet: no engine answers on port {args.port}: start "
-              "`byoa-skills serve` first", file=sys.stderr)  # fmt: skip
+        print(
+            f"byoa-skills wallet: no engine answers on port {args.port}: start "
+            "`byoa-skills serve` first",
+            file=sys.stderr,
+        )
         return EXIT_NO_ENGINE
     if args.print_only:
         print(url)

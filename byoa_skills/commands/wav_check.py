@@ -56,8 +56,13 @@ def run(args: argparse.Namespace) -> int:
 def check_file(path: str, max_seconds: float) -> dict[str, Any]:
     """Check one file: ``{"file", "ok", "code", "message", "frames", "seconds"}``."""
     report: dict[str, Any] = {
-        "file": path, "ok": False, "code": None, "message": None, "frames": None, "seconds": None
-    }  # fmt: skip
+        "file": path,
+        "ok": False,
+        "code": None,
+        "message": None,
+        "frames": None,
+        "seconds": None,
+    }
     read_limit = max(READ_LIMIT_BYTES, max_wav_bytes(max_seconds))
     try:
         with open(path, "rb") as file:

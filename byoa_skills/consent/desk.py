@@ -65,9 +65,13 @@ class Consent:
     def to_json(self) -> dict[str, Any]:
         """The consent as the page reads it."""
         return {
-            "id": self.id, "kind": self.kind, "origin": self.origin, "view": self.view,
-            "createdMs": self.created_ms, "expiresMs": self.expires_ms,
-        }  # fmt: skip
+            "id": self.id,
+            "kind": self.kind,
+            "origin": self.origin,
+            "view": self.view,
+            "createdMs": self.created_ms,
+            "expiresMs": self.expires_ms,
+        }
 
 
 @dataclass(frozen=True)
@@ -112,15 +116,21 @@ class ConsentDesk:
         """:meth:`ask`, with the choices the visitor made: ``check`` reads them when the answer
         comes (an answer whose choices it refuses is refused, and the consent waits on)."""
         if len(self._waiting) >= MAX_CONSENTS_WAITING:
-            log.warning("event=consent-refused kind=%s origin=%s code=%s", kind, origin,
-                        TOO_MANY_CONSENTS)  # fmt: skip
+            log.warning(
+                "event=consent-refused kind=%s origin=%s code=%s", kind, origin, TOO_MANY_CONSENTS
+            )
             return ConsentAnswer(TOO_MANY_CONSENTS)
         created = now_ms()
         consent = Consent(
-            id=secrets.token_urlsafe(12), kind=kind, origin=origin, view=view,
-            created_ms=created, expires_ms=created + int(self.seconds * 1000),
-            answer=asyncio.get_running_loop().create_future(), check=check,
-        )  # fmt: skip
+            id=secrets.token_urlsafe(12),
+            kind=kind,
+            origin=origin,
+            view=view,
+            created_ms=created,
+            expires_ms=created + int(self.seconds * 1000),
+            answer=asyncio.get_running_loop().create_future(),
+            check=check,
+        )
         self._waiting[consent.id] = consent
         self._tell("consent", consent)
         log.info("event=consent-open id=%s kind=%s origin=%s", consent.id, kind, origin)
@@ -200,12 +210,15 @@ def site_view(origin: str, manifest: dict[str, Any], held: Iterable[str] = ()) -
             continue
         entry = entry if isinstance(entry, dict) else {}
         languages = entry.get("languages")
-        asked.append({
-            "skill": shown(str(name)),
-            "languages": [shown(str(code)) for code in languages]
-            if isinstance(languages, list) else [],
-            "required": entry.get("required") is True,
-        })  # fmt: skip
+        asked.append(
+            {
+                "skill": shown(str(name)),
+                "languages": [shown(str(code)) for code in languages]
+                if isinstance(languages, list)
+                else [],
+                "required": entry.get("required") is True,
+            }
+        )
     limits = purpose.get("limits") if isinstance(purpose.get("limits"), dict) else {}
     cost = manifest.get("expectedCost") if isinstance(manifest.get("expectedCost"), dict) else {}
     return {
@@ -213,11 +226,14 @@ def site_view(origin: str, manifest: dict[str, Any], held: Iterable[str] = ()) -
         "purpose": shown(str(purpose.get("summary", ""))),
         "skills": asked,
         "alreadyAllowed": [shown(name) for name in already],
-        "limits": {shown(str(k)): shown_value(v) for k, v in limits.items()
-                   if isinstance(v, (int, float, str))},
+        "limits": {
+            shown(str(k)): shown_value(v)
+            for k, v in limits.items()
+            if isinstance(v, (int, float, str))
+        },
         "privacy": shown(str(manifest.get("privacy", ""))),
         "cost": {shown(str(k)): shown(str(v)) for k, v in cost.items()},
-    }  # fmt: skip
+    }
 
 
 def call_view(origin: str, call: dict[str, Any], reasons: list[dict[str, Any]]) -> dict[str, Any]:
@@ -226,14 +242,16 @@ def call_view(origin: str, call: dict[str, Any], reasons: list[dict[str, Any]]) 
     return {
         **origin_view(origin),
         "skill": shown(str(call.get("skill", ""))),
-        "measured": {shown(str(k)): shown_value(v)
-                     for k, v in (call.get("input") or {}).items() if v},
+        "measured": {
+            shown(str(k)): shown_value(v) for k, v in (call.get("input") or {}).items() if v
+        },
         "estimatedCost": shown(str(call.get("estimatedCost", ""))),
         "reasons": [
             {"code": shown(str(r.get("code", ""))), "message": shown(str(r.get("message", "")))}
-            for r in reasons if r.get("decision") in ("ask", "warn")
+            for r in reasons
+            if r.get("decision") in ("ask", "warn")
         ],
-    }  # fmt: skip
+    }
 
 
 def origin_view(origin: str) -> dict[str, Any]:
@@ -246,9 +264,12 @@ def origin_view(origin: str) -> dict[str, Any]:
     host = rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
     judged = judge_host(host)
     return {
-        "origin": origin, "host": shown(host), "unicodeHost": judged.unicode,
-        "headingHost": judged.heading, "hostWarning": judged.warning,
-    }  # fmt: skip
+        "origin": origin,
+        "host": shown(host),
+        "unicodeHost": judged.unicode,
+        "headingHost": judged.heading,
+        "hostWarning": judged.warning,
+    }
 
 
 def unicode_host(host: str) -> str:

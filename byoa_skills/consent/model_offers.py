@@ -56,11 +56,14 @@ def models_view(block: ModelsBlock, models: Sequence[OfferedModel]) -> dict[str,
         for model in group["models"]:
             model["ticked"] = model["ref"] in ticked
     return {
-        "count": block.count, "required": block.required,
-        "differentCompanies": block.different_companies, "why": shown(block.why),
-        "prefer": [shown(name) for name in block.prefer], "groups": groups,
+        "count": block.count,
+        "required": block.required,
+        "differentCompanies": block.different_companies,
+        "why": shown(block.why),
+        "prefer": [shown(name) for name in block.prefer],
+        "groups": groups,
         "companies": {m.ref: m.company for m in models},
-    }  # fmt: skip
+    }
 
 
 def ticked_models(
@@ -71,10 +74,14 @@ def ticked_models(
     (:func:`~byoa_skills.wallet_shim.models_block.tick_problems`)."""
     by_ref = {model.ref: model for model in models}
     missing = [
-        {"code": "model-not-offered", "path": f"/models/{index}",
-         "message": f"no text source offers {ref[:80]!r} now"}
-        for index, ref in enumerate(refs) if ref not in by_ref
-    ]  # fmt: skip
+        {
+            "code": "model-not-offered",
+            "path": f"/models/{index}",
+            "message": f"no text source offers {ref[:80]!r} now",
+        }
+        for index, ref in enumerate(refs)
+        if ref not in by_ref
+    ]
     if missing:
         raise ChoiceRefusal(missing)
     chosen = [by_ref[ref] for ref in refs]

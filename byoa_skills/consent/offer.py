@@ -134,9 +134,11 @@ def offer_check(offer: Offer, more: More) -> ChoiceCheck:
 
     def check(choices: VisitorChoices) -> VisitorChoices:
         problems = choice_problems(
-            offer.manifest, choices, latest_expiry_minutes=ALLOW_GRANT_SECONDS / 60,
+            offer.manifest,
+            choices,
+            latest_expiry_minutes=ALLOW_GRANT_SECONDS / 60,
             currency=offer.currency,
-        )  # fmt: skip
+        )
         if problems:
             raise ChoiceRefusal(problems)
         if not ticks:
@@ -184,9 +186,11 @@ def offer_grant(
     if chosen.budget is not None and chosen.budget.split()[-1] != offer.currency:
         chosen = replace(chosen, budget=None)
     return allow_grant(
-        offer.manifest, offer.skills, choices=chosen,
+        offer.manifest,
+        offer.skills,
+        choices=chosen,
         models=_models_for(offer, choices, decided=decided),
-    )  # fmt: skip
+    )
 
 
 def _models_for(

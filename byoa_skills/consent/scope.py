@@ -83,8 +83,14 @@ class Scope:
         budgets = dict(self.budgets)
         for currency, amount in other.budgets.items():
             budgets[currency] = max(budgets.get(currency, amount), amount)
-        return Scope(skills, models, limits, budgets, self.privacy | other.privacy,
-                     self.purposes | other.purposes)  # fmt: skip
+        return Scope(
+            skills,
+            models,
+            limits,
+            budgets,
+            self.privacy | other.privacy,
+            self.purposes | other.purposes,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The scope as the database keeps it."""
@@ -146,16 +152,27 @@ class More:
 
     def __bool__(self) -> bool:
         return bool(
-            self.skills or self.languages or self.models or self.limits
-            or self.budget is not None or self.privacy is not None or self.purpose is not None
-        )  # fmt: skip
+            self.skills
+            or self.languages
+            or self.models
+            or self.limits
+            or self.budget is not None
+            or self.privacy is not None
+            or self.purpose is not None
+        )
 
     def codes(self) -> list[str]:
         """What is more, one word each (for the activity log): ``skill``, ``language``,
         ``model``, ``limit``, ``budget``, ``privacy``, ``purpose``."""
-        parts = {"skill": self.skills, "language": self.languages, "model": self.models,
-                 "limit": self.limits, "budget": self.budget, "privacy": self.privacy,
-                 "purpose": self.purpose}  # fmt: skip
+        parts = {
+            "skill": self.skills,
+            "language": self.languages,
+            "model": self.models,
+            "limit": self.limits,
+            "budget": self.budget,
+            "privacy": self.privacy,
+            "purpose": self.purpose,
+        }
         return [word for word, value in parts.items() if value]
 
 
@@ -200,17 +217,22 @@ def more_than(scope: Scope | None, manifest: dict[str, Any]) -> More:
         elif asked.limits[name] > scope.limits[name]:
             limits[name] = manifest["purpose"]["limits"][name]  # as the manifest writes it
     budget = None
-    (currency, amount), = asked.budgets.items()  # fmt: skip
+    ((currency, amount),) = asked.budgets.items()
     if currency not in scope.budgets or amount > scope.budgets[currency]:
         budget = _money_text(manifest)
     (privacy,) = asked.privacy
     (purpose,) = asked.purposes
     return More(
-        skills=tuple(sorted(skills)), languages=languages, models=tuple(sorted(models)),
-        limits=limits, budget=budget, privacy=None if privacy in scope.privacy else privacy,
-        first=first, purpose=None if purpose in scope.purposes else purpose,
+        skills=tuple(sorted(skills)),
+        languages=languages,
+        models=tuple(sorted(models)),
+        limits=limits,
+        budget=budget,
+        privacy=None if privacy in scope.privacy else privacy,
+        first=first,
+        purpose=None if purpose in scope.purposes else purpose,
         held_purposes=tuple(sorted(scope.purposes)),
-    )  # fmt: skip
+    )
 
 
 def difference_manifest(manifest: dict[str, Any], more: More) -> dict[str, Any]:

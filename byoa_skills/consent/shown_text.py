@@ -25,9 +25,15 @@ KEPT_CONTROLS = frozenset("\n\t")
 #: Unicode's default-ignorable code points (DerivedCoreProperties.txt) that are not of a
 #: hidden category already: fillers and variation selectors that show nothing.
 _IGNORABLE_RANGES = (
-    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
-    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0100, 0xE01EF),
-)  # fmt: skip
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
 #: The general categories never shown as themselves: controls (Cc), format characters (Cf:
 #: the bidi controls, zero-width characters, U+FEFF, tags), surrogates, private use,
 #: unassigned, and the line and paragraph separators (which end a bidi paragraph).
@@ -53,18 +59,50 @@ ALLOWED_COMBINATIONS = (
 )
 #: Name prefixes whose script is not their first word.
 _NAME_PREFIXES = (
-    ("CJK ", "HAN"), ("IDEOGRAPHIC ", "HAN"), ("KATAKANA-HIRAGANA ", "KATAKANA"),
-    ("HALFWIDTH KATAKANA ", "KATAKANA"), ("HALFWIDTH HANGUL ", "HANGUL"),
-    ("FULLWIDTH LATIN ", "LATIN"), ("ARABIC-INDIC ", "ARABIC"),
-    ("EXTENDED ARABIC-INDIC ", "ARABIC"), ("MODIFIER LETTER ", UNKNOWN),
-)  # fmt: skip
+    ("CJK ", "HAN"),
+    ("IDEOGRAPHIC ", "HAN"),
+    ("KATAKANA-HIRAGANA ", "KATAKANA"),
+    ("HALFWIDTH KATAKANA ", "KATAKANA"),
+    ("HALFWIDTH HANGUL ", "HANGUL"),
+    ("FULLWIDTH LATIN ", "LATIN"),
+    ("ARABIC-INDIC ", "ARABIC"),
+    ("EXTENDED ARABIC-INDIC ", "ARABIC"),
+    ("MODIFIER LETTER ", UNKNOWN),
+)
 #: First words that several scripts' names share: the script is the first two words.
-_TWO_WORD_SCRIPTS = frozenset({
-    "OLD", "NEW", "TAI", "INSCRIPTIONAL", "MEROITIC", "LINEAR", "CANADIAN", "MEETEI", "SYLOTI",
-    "KAYAH", "OL", "SORA", "MASARAM", "GUNJALA", "HANIFI", "ZANABAZAR", "PAHAWH", "NYIAKENG",
-    "MENDE", "EGYPTIAN", "ANATOLIAN", "CAUCASIAN", "PSALTER", "IMPERIAL", "WARANG", "BASSA",
-    "DIVES", "KHITAN", "PAU",
-})  # fmt: skip
+_TWO_WORD_SCRIPTS = frozenset(
+    {
+        "OLD",
+        "NEW",
+        "TAI",
+        "INSCRIPTIONAL",
+        "MEROITIC",
+        "LINEAR",
+        "CANADIAN",
+        "MEETEI",
+        "SYLOTI",
+        "KAYAH",
+        "OL",
+        "SORA",
+        "MASARAM",
+        "GUNJALA",
+        "HANIFI",
+        "ZANABAZAR",
+        "PAHAWH",
+        "NYIAKENG",
+        "MENDE",
+        "EGYPTIAN",
+        "ANATOLIAN",
+        "CAUCASIAN",
+        "PSALTER",
+        "IMPERIAL",
+        "WARANG",
+        "BASSA",
+        "DIVES",
+        "KHITAN",
+        "PAU",
+    }
+)
 
 
 # Text

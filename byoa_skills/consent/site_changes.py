@@ -75,8 +75,15 @@ class SiteChanges:
         shim, sites = self.shim, self.shim.sites
         if action == "judge":
             if shim.judges is None:
-                raise ChoiceRefusal([{"code": "no-judge", "path": "/setting",
-                                      "message": "this engine has no purpose judge"}])  # fmt: skip
+                raise ChoiceRefusal(
+                    [
+                        {
+                            "code": "no-judge",
+                            "path": "/setting",
+                            "message": "this engine has no purpose judge",
+                        }
+                    ]
+                )
             shim.judges.set_site(origin, setting)
             return Changed(True)
         if action == "decide-on-my-own":

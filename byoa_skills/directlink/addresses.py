@@ -27,9 +27,9 @@ class AddressRefused(Refusal):
 #: IPv6 ranges that carry an IPv4 address in their last 32 bits: IPv4-mapped, IPv4-translated
 #: (RFC 2765), IPv4-compatible (deprecated) and the well-known NAT64 prefix (RFC 6052).
 _EMBEDS_IPV4_LAST = tuple(
-    ipaddress.IPv6Network(net) for net in ("::ffff:0:0/96", "::ffff:0:0:0/96", "::/96",
-                                           "64:ff9b::/96")
-)  # fmt: skip
+    ipaddress.IPv6Network(net)
+    for net in ("::ffff:0:0/96", "::ffff:0:0:0/96", "::/96", "64:ff9b::/96")
+)
 #: IPv6 ranges never taken as public, whatever Python's tables say: local-use NAT64 (RFC 8215),
 #: whose translator is inside someone's network.
 _NEVER_PUBLIC = (ipaddress.IPv6Network("64:ff9b:1::/48"),)
@@ -76,8 +76,14 @@ async def resolve_public(host: str, port: int, *, allow_loopback: bool = False) 
         address = str(sockaddr[0])
         loopback = ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
         if is_public(address) or (allow_loopback and loopback):
-            return ResolveResult(hostname=host, host=address, port=port, family=family,
-                                 proto=proto, flags=socket.AI_NUMERICHOST)  # fmt: skip
+            return ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=family,
+                proto=proto,
+                flags=socket.AI_NUMERICHOST,
+            )
     shown = ", ".join(sorted({str(info[4][0]) for info in infos}))
     raise AddressRefused(f"{host} resolves only to addresses the wallet refuses ({shown})")
 

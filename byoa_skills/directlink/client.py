@@ -143,8 +143,7 @@ class DirectLink:
         keep_grant = False
         try:
             if session.grant_id is None:  # a return: the one grant decision, no consent
-                summary = await link_grant(self.shim, session.check, session.origin,
-                                           self.decision)  # fmt: skip
+                summary = await link_grant(self.shim, session.check, session.origin, self.decision)
                 session.grant_id = summary["grantId"]
             attempt = 0
             while True:
@@ -197,15 +196,19 @@ class DirectLink:
             raise
         connector = aiohttp.TCPConnector(resolver=PinnedResolver(address), use_dns_cache=False)
         async with aiohttp.ClientSession(
-            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
             middlewares=(_refuse_redirects,),
-        ) as client:  # fmt: skip
+        ) as client:
             try:
-                ws = await client.ws_connect(check.endpoint, max_msg_size=MAX_FRAME_BYTES,
-                                             autoping=True, heartbeat=None)  # fmt: skip
+                ws = await client.ws_connect(
+                    check.endpoint, max_msg_size=MAX_FRAME_BYTES, autoping=True, heartbeat=None
+                )
             except (aiohttp.ClientError, OSError) as error:
-                log.info("event=link-connect-failed origin=%s error=%r", self.session.origin,
-                         str(error))  # fmt: skip
+                log.info(
+                    "event=link-connect-failed origin=%s error=%r", self.session.origin, str(error)
+                )
                 return "dropped"
             async with ws:
                 return await self._converse(ws)
@@ -233,9 +236,13 @@ class DirectLink:
         if isinstance(pairing, str) and pairing:
             session.pairing = pairing
             if session.decide_on_my_own:
-                self.pairings.keep(session.origin, {
-                    "link": session.link, "pairing": pairing,
-                })  # fmt: skip
+                self.pairings.keep(
+                    session.origin,
+                    {
+                        "link": session.link,
+                        "pairing": pairing,
+                    },
+                )
         session.welcomed.set()
         log.info("event=link-welcomed origin=%s", session.origin)
         return await self._serve_calls(ws)
@@ -271,23 +278,31 @@ class DirectLink:
         grant_id = self.session.grant_id
 
         async def answer(call: Call, on_chunk: SendChunk) -> dict[str, Any]:
-            result = await self.shim.call(grant_id, call.skill, call.input, call.params,
-                                          on_chunk=on_chunk)  # fmt: skip
+            result = await self.shim.call(
+                grant_id, call.skill, call.input, call.params, on_chunk=on_chunk
+            )
             return result.to_json(with_code=False)
 
         def over_bound(call: Call) -> Mapping[str, Any]:
             self.shim.record_activity(
-                kind="call", origin=self.session.origin, grant=grant_id,
+                kind="call",
+                origin=self.session.origin,
+                grant=grant_id,
                 outcome=TOO_MANY_PENDING_CODE,
-            )  # fmt: skip
+            )
             return TOO_MANY_PENDING
 
         telling = asyncio.create_task(self._tell_changes(ws))
         try:
             ending = await serve_calls(
-                ws, answer, limit=parallel + PENDING_MARGIN, over_bound=over_bound,
-                refused=_link_refusal, bye_ends=True, ping_seconds=PING_SECONDS,
-            )  # fmt: skip
+                ws,
+                answer,
+                limit=parallel + PENDING_MARGIN,
+                over_bound=over_bound,
+                refused=_link_refusal,
+                bye_ends=True,
+                ping_seconds=PING_SECONDS,
+            )
         finally:
             telling.cancel()
             await asyncio.gather(telling, return_exceptions=True)

@@ -128,17 +128,24 @@ class LinkIntake:
                 return self._refused(origin, f"site-{state}", f"the visitor has {state} this site")
             if decision == "decline":
                 return self._refused(origin, "declined", "the visitor declined")
-            asking = Asking(LINK, may_ask=decision == ASK,
-                            decided=None if decision == ASK else decision)  # fmt: skip
+            asking = Asking(
+                LINK, may_ask=decision == ASK, decided=None if decision == ASK else decision
+            )
             decided = await self.decision.decide(origin, check.manifest, asking)
             if decided.grant is None:
-                return self._refused(origin, str(decided.code), _MESSAGES.get(
-                    str(decided.code), "the site gets no grant"))  # fmt: skip
+                return self._refused(
+                    origin,
+                    str(decided.code),
+                    _MESSAGES.get(str(decided.code), "the site gets no grant"),
+                )
             self._hand_over(origin, str(decided.grant["grantId"]))
             session = LinkSession(
-                link, check, origin, decide_on_my_own=decided.decision == DECIDE_ON_MY_OWN,
+                link,
+                check,
+                origin,
+                decide_on_my_own=decided.decision == DECIDE_ON_MY_OWN,
                 grant_id=str(decided.grant["grantId"]),
-            )  # fmt: skip
+            )
             self._start(session)
             try:
                 await asyncio.wait_for(session.welcomed.wait(), WELCOME_WAIT_SECONDS)
@@ -147,8 +154,12 @@ class LinkIntake:
         finally:
             self._handling -= 1
         if session.ended is not None:
-            return {"ok": False, "origin": origin, "code": session.ended,
-                    "message": "the site did not take the connection"}  # fmt: skip
+            return {
+                "ok": False,
+                "origin": origin,
+                "code": session.ended,
+                "message": "the site did not take the connection",
+            }
         return {"ok": True, "origin": origin, "state": "connected", "grantId": session.grant_id}
 
     def _hand_over(self, origin: str, grant_id: str) -> None:
@@ -200,8 +211,14 @@ class LinkIntake:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _start(self, session: LinkSession) -> None:
-        runner = DirectLink(self.shim, session, pairings=self.pairings, schedule=self.schedule,
-                            dev_local=self.dev_local, decision=self.decision)  # fmt: skip
+        runner = DirectLink(
+            self.shim,
+            session,
+            pairings=self.pairings,
+            schedule=self.schedule,
+            dev_local=self.dev_local,
+            decision=self.decision,
+        )
         task = asyncio.create_task(runner.run(), name=f"link-{session.origin}")
         self._tasks.add(task)
         self.sessions[session.origin] = session

@@ -56,10 +56,12 @@ ANSWER_FIELDS = {"request": ("grant",), "call": ("ok", "output", "grant"), "rele
 #: The answer to a message without a usable ``id`` (one that could not be echoed back within
 #: the 1 MB a host's message may take, or none): never relayed, answered with ``id`` null.
 BAD_ID: dict[str, Any] = {
-    "id": None, "ok": False, "code": BAD_REQUEST,
+    "id": None,
+    "ok": False,
+    "code": BAD_REQUEST,
     "message": f"a message needs an id: an integer or a string of 1 to {MAX_CALL_ID_CHARS} "
     "characters",
-}  # fmt: skip
+}
 
 
 class EngineStarter:
@@ -82,9 +84,12 @@ class EngineStarter:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "ab") as output:
                 self.process = subprocess.Popen(
-                    self.argv, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
                     start_new_session=True,
-                )  # fmt: skip
+                )
         except OSError as error:
             log.error("event=engine-start-failed error=%r", str(error))
             return False
@@ -129,8 +134,11 @@ class NativeHost:
                 try:
                     message = await asyncio.to_thread(read_message, stdin)
                 except FramingError as refused:
-                    log.error("event=host-message-refused code=%s message=%r", refused.code,
-                              refused.message)  # fmt: skip
+                    log.error(
+                        "event=host-message-refused code=%s message=%r",
+                        refused.code,
+                        refused.message,
+                    )
                     status = 1
                     break
                 if message is None:
@@ -171,13 +179,15 @@ class NativeHost:
         wait = CONSENT_SECONDS + 60 if kind == "request" else None
         try:
             async with self._session.post(
-                f"{self.base_url}/v1/extension/{kind}", json=body,
+                f"{self.base_url}/v1/extension/{kind}",
+                json=body,
                 headers={"Authorization": f"Bearer {self.token}"},
                 timeout=aiohttp.ClientTimeout(total=wait, sock_connect=5),
-            ) as response:  # fmt: skip
+            ) as response:
                 if response.status != 200:
-                    log.warning("event=host-engine-refused kind=%s status=%d", kind,
-                                response.status)  # fmt: skip
+                    log.warning(
+                        "event=host-engine-refused kind=%s status=%d", kind, response.status
+                    )
                     return NO[kind]
                 got = await response.json()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as error:

@@ -48,9 +48,11 @@ class PageRequests:
     grants and limits as every other way in."""
 
     def __init__(
-        self, shim: WalletShim, consents: ConsentDesk | None,
+        self,
+        shim: WalletShim,
+        consents: ConsentDesk | None,
         decision: GrantDecision | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.shim = shim
         #: Where a request is shown to the visitor (the wallet page); None: every one is null.
         self.consents = consents
@@ -71,12 +73,16 @@ class PageRequests:
             grant = await self._request(origin, manifest, user_activation is True)
         except Refused as refused:
             found = {"codes": refused.details} if refused.details else {}
-            self.shim.record_activity(kind="request", origin=shown, outcome=refused.code,
-                                      **found)  # fmt: skip
+            self.shim.record_activity(kind="request", origin=shown, outcome=refused.code, **found)
             log.info("event=request-refused origin=%s code=%s", shown, refused.code)
             return None
-        self.shim.record_activity(kind="request", origin=origin, grant=grant["grantId"],
-                                  outcome="ok", skills=grant["skills"])  # fmt: skip
+        self.shim.record_activity(
+            kind="request",
+            origin=origin,
+            grant=grant["grantId"],
+            outcome="ok",
+            skills=grant["skills"],
+        )
         live = self.shim.grants.get(grant["grantId"])
         told = self.shim.site_grant(live) if live is not None else {}
         return {"grantId": grant["grantId"], **told}
@@ -90,8 +96,12 @@ class PageRequests:
         origin it was given to (``{ok: false}`` from another)."""
         grant = self._own_grant(origin, grant_id)
         if grant is None:
-            self.shim.record_activity(kind="call", origin=_origin_or_none(origin),
-                                      skill=_shown(skill), outcome="not-this-origin")  # fmt: skip
+            self.shim.record_activity(
+                kind="call",
+                origin=_origin_or_none(origin),
+                skill=_shown(skill),
+                outcome="not-this-origin",
+            )
             return NO_CALL
         result = await self.shim.call(grant.id, skill, skill_input, params)
         live = self.shim.grants.get(grant.id)  # as it is now: the visitor may have changed it

@@ -82,8 +82,9 @@ class PurposeJudge:
         same messages were judged under that grant by the same model with the same settings,
         else from the model (never raises; ``ask`` when the judge cannot judge, and
         ``purpose-judge-spent`` once a paid judge reached today's limit)."""
-        key = cache_key(grant_id, self.settings.model, messages, data_json(purpose.data()),
-                        self.settings.key())  # fmt: skip
+        key = cache_key(
+            grant_id, self.settings.model, messages, data_json(purpose.data()), self.settings.key()
+        )
         return await self.cache.judged(key, lambda: self._ask_model(purpose, messages))
 
     async def _ask_model(self, purpose: Purpose, messages: Sequence[Mapping[str, Any]]) -> Opinion:

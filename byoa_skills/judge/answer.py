@@ -59,8 +59,10 @@ def read_answer(
     if plain and decision == "allowed" and leans_outside(first_tokens):
         share = math.exp(leaning(first_tokens) or 0.0)
         decision = "blocked"
-        reason = (f"the judge's model found OUTSIDE {share:.2f} times as likely as FITS "
-                  f"(at least {OUTSIDE_SHARE:g} means outside)")  # fmt: skip
+        reason = (
+            f"the judge's model found OUTSIDE {share:.2f} times as likely as FITS "
+            f"(at least {OUTSIDE_SHARE:g} means outside)"
+        )
     code, default = _MEANINGS[decision]
     if decision == "blocked":
         decision = mismatch

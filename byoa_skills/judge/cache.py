@@ -36,8 +36,13 @@ def cache_key(
     in order), the purpose as the judge read it (so a grant whose manifest changed is judged
     again) and ``settings``, every other setting that changes a decision (the mismatch
     action, the prompt's form: :meth:`~byoa_skills.judge.runner.JudgeSettings.key`)."""
-    body = [grant_id, model, settings, purpose, [[str(m.get("role", "")), str(m.get("content", ""))]
-                                       for m in messages]]  # fmt: skip
+    body = [
+        grant_id,
+        model,
+        settings,
+        purpose,
+        [[str(m.get("role", "")), str(m.get("content", ""))] for m in messages],
+    ]
     encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     return hashlib.sha256(encoded).hexdigest()
 

@@ -135,8 +135,10 @@ class Cut:
         """What the prompt says of the cut."""
         if self.whole:
             return f"The {self.messages} message(s) are shown whole."
-        parts = [f"The messages were cut to fit: {self.shown_chars} of {self.total_chars} "
-                 f"characters are shown"]  # fmt: skip
+        parts = [
+            f"The messages were cut to fit: {self.shown_chars} of {self.total_chars} "
+            f"characters are shown"
+        ]
         if self.shortened:
             parts.append(
                 f"{self.shortened} message(s) lost their middle (marked {ELISION.strip()})"
@@ -267,8 +269,9 @@ def too_long(messages: Sequence[Mapping[str, Any]], budget: int = MESSAGE_BUDGET
     escaped characters would not fit the judge model's context)."""
     if message_chars(messages) > budget:
         return True
-    shown = [{"role": str(m.get("role", "")), "content": str(m.get("content", ""))}
-             for m in messages]  # fmt: skip
+    shown = [
+        {"role": str(m.get("role", "")), "content": str(m.get("content", ""))} for m in messages
+    ]
     return len(data_json(shown)) > 2 * budget
 
 

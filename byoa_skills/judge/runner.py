@@ -73,8 +73,10 @@ class JudgeSettings:
 
     def key(self) -> str:
         """Every setting besides the model that changes an opinion, for the cache's key."""
-        return f"mismatch={self.mismatch};budget={self.budget};system={self.system_role};" \
-               f"tokens={self.max_tokens};design={self.design};leaning={self.leaning}"  # fmt: skip
+        return (
+            f"mismatch={self.mismatch};budget={self.budget};system={self.system_role};"
+            f"tokens={self.max_tokens};design={self.design};leaning={self.leaning}"
+        )
 
 
 async def judge(
@@ -118,10 +120,12 @@ async def judge(
     except Exception as error:  # the source is outside code: fail towards asking
         log.warning("event=judge-failed error=%r", type(error).__name__)
         return failed("purpose-judge-error", "the purpose judge failed")
-    opinion = read_answer(answer.texts[0], answer.model, settings.mismatch, settings.design,
-                          answer.first_tokens)  # fmt: skip
-    return Opinion(opinion.decision, opinion.code, opinion.message, model=answer.model,
-                   cost=answer.cost)  # fmt: skip
+    opinion = read_answer(
+        answer.texts[0], answer.model, settings.mismatch, settings.design, answer.first_tokens
+    )
+    return Opinion(
+        opinion.decision, opinion.code, opinion.message, model=answer.model, cost=answer.cost
+    )
 
 
 async def _generate(runtime: TextRuntime, call: TextCall) -> TextAnswer:

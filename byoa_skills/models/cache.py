@@ -104,8 +104,9 @@ def judge_model_file(name: str) -> Path:
     :class:`ModelError` for a name that is none, or a bundle that is not installed."""
     if name not in JUDGE_MODELS:
         known = ", ".join(JUDGE_MODELS)
-        raise ModelError("unknown-model", f"no judge model named {name!r} (known: {known})",
-                         model=name)  # fmt: skip
+        raise ModelError(
+            "unknown-model", f"no judge model named {name!r} (known: {known})", model=name
+        )
     return ensure_model(name) / JUDGE_MODELS[name].files[0].name
 
 

@@ -69,8 +69,9 @@ async def run_batch(slot: Slot, calls: list[Call], job_id: int, lone: bool) -> R
     slot.calls_served += len(calls)
     done = time.monotonic()
     if len(calls) > 1:
-        log.debug("event=batch slot=%d size=%d ms=%.0f", slot.index, len(calls),
-                  (done - started) * 1000)  # fmt: skip
+        log.debug(
+            "event=batch slot=%d size=%d ms=%.0f", slot.index, len(calls), (done - started) * 1000
+        )
     for call, answer in zip(calls, answers, strict=True):
         if isinstance(answer, Refusal):
             fail(call, TranscribeFailed(answer.message, answer.code))

@@ -45,8 +45,13 @@ MEASURED_MODELS = frozenset({"base"})
 #: Spanish and Italian 10 s; French and Russian lost words on every short window and keep
 #: the whole one; a language not measured keeps the 15 s window.
 DEFAULT_WINDOW_FLOORS: tuple[tuple[str, float], ...] = (
-    ("en", 5.0), ("es", 10.0), ("it", 10.0), ("fr", 30.0), ("ru", 30.0), ("*", 15.0),
-)  # fmt: skip
+    ("en", 5.0),
+    ("es", 10.0),
+    ("it", 10.0),
+    ("fr", 30.0),
+    ("ru", 30.0),
+    ("*", 15.0),
+)
 #: Greedy decoding for clips of at most this many seconds of speech in these languages (where
 #: it kept the words), with the beam again for an answer below the log-probability floor.
 DEFAULT_GREEDY_UP_TO_SECONDS = 6.0
@@ -218,9 +223,11 @@ class PoolConfig:
         if compute == "default":
             compute = "float16" if self.device == Device.CUDA else "int8"
         return choose_encoder(
-            self.encoder_backend, device=self.device.value, backend=self.backend.value,
+            self.encoder_backend,
+            device=self.device.value,
+            backend=self.backend.value,
             compute_type=compute,
-        )  # fmt: skip
+        )
 
     @property
     def encoder_window(self) -> float | None:
@@ -315,14 +322,18 @@ _POSITIVE = "a number above 0"
 _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "device": (lambda value: True, f"one of {', '.join(d.value for d in Device)}"),
     "backend": (lambda value: True, f"one of {', '.join(b.value for b in Backend)}"),
-    "encoder_backend": (lambda value: value in ENCODER_BACKENDS,
-                        f"one of {', '.join(ENCODER_BACKENDS)}"),
+    "encoder_backend": (
+        lambda value: value in ENCODER_BACKENDS,
+        f"one of {', '.join(ENCODER_BACKENDS)}",
+    ),
     "workers": (_whole(1), "a whole number of at least 1"),
     "threads_per_worker": (_whole(1), "a whole number of at least 1"),
     "max_queue": (_whole(1), "a whole number of at least 1"),
     "default_deadline": (_number(0.0, above=True), _POSITIVE),
-    "max_clip_seconds": (_number(0.0, WINDOW_SECONDS, above=True),
-                         f"a number above 0, at most {WINDOW_SECONDS:g}"),
+    "max_clip_seconds": (
+        _number(0.0, WINDOW_SECONDS, above=True),
+        f"a number above 0, at most {WINDOW_SECONDS:g}",
+    ),
     "recycle_after_calls": (_whole(0), "a whole number of at least 0 (0: never)"),
     "recycle_jitter": (_number(0.0, 0.9), "a fraction in [0, 0.9]"),
     "max_worker_rss_mib": (_whole(0), "a whole number of at least 0 (0: never)"),
@@ -334,7 +345,9 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "batch_window": (_number(0.0), "a number of at least 0"),
     "encoder_seconds": (_encoder_seconds, "a number in [1, 30] (30: the whole window)"),
     "idle_release": (_number(0.0), "a number of seconds of at least 0 (0: never)"),
-    "lone_call_threads": (lambda value: value is None or _whole(0)(value),
-                          "a whole number of at least 0 (0: never)"),
-}  # fmt: skip
+    "lone_call_threads": (
+        lambda value: value is None or _whole(0)(value),
+        "a whole number of at least 0 (0: never)",
+    ),
+}
 _FIELDS = {setting.name: setting for setting in fields(PoolConfig)}

@@ -51,9 +51,12 @@ class IdleLife:
         """Whether a call waits or runs, a worker is starting or someone waits for warmth."""
         scheduler, supervisor = self._scheduler, self._supervisor
         return bool(
-            scheduler.in_flight or not scheduler.empty or supervisor.busy
-            or supervisor.starting or self._warming
-        )  # fmt: skip
+            scheduler.in_flight
+            or not scheduler.empty
+            or supervisor.busy
+            or supervisor.starting
+            or self._warming
+        )
 
     def watch(self) -> None:
         """Start letting the workers go whenever the pool is idle long enough (nothing when

@@ -54,9 +54,14 @@ class WorkerPool:
         slots: list[Slot] = []
         self._scheduler = Scheduler(config, slots, self._life)
         self._supervisor = Supervisor(
-            config, slots, self._scheduler, self._life, on_event, rng or random.Random(),
+            config,
+            slots,
+            self._scheduler,
+            self._life,
+            on_event,
+            rng or random.Random(),
             touch=lambda: self._idle.touch(),
-        )  # fmt: skip
+        )
         self._idle = IdleLife(
             config.idle_release, self._life, self._scheduler, self._supervisor, on_event
         )

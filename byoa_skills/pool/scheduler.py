@@ -116,9 +116,16 @@ class Scheduler:
             if priority == Priority.BULK:
                 await self._place_for_bulk(now + seconds)
             future = asyncio.get_running_loop().create_future()
-            call = Call(clip, language, now, now + seconds, future,
-                        request=request or DecodeRequest(), priority=priority,
-                        order=next(self._arrivals))  # fmt: skip
+            call = Call(
+                clip,
+                language,
+                now,
+                now + seconds,
+                future,
+                request=request or DecodeRequest(),
+                priority=priority,
+                order=next(self._arrivals),
+            )
             self._queue.put_nowait(call)
             left = max(0.0, call.deadline - time.monotonic())
             try:
@@ -182,8 +189,11 @@ class Scheduler:
             for got in (taking, handed):
                 if got is not None and not got.done():
                     got.cancel()
-        took = [got.result() for got in (handed, taking)
-                if got is not None and got.done() and not got.cancelled()]  # fmt: skip
+        took = [
+            got.result()
+            for got in (handed, taking)
+            if got is not None and got.done() and not got.cancelled()
+        ]
         for call in took[1:]:  # a handed call and a queued one at once: the queued one waits
             self._queue.put_nowait(call)
         return took[0] if took else None

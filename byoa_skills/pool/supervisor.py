@@ -200,8 +200,12 @@ class Supervisor:
         if old is not None:
             log.warning(
                 "event=worker-replace slot=%d pid=%s reason=%s calls=%d rss_mib=%.0f",
-                slot.index, old.pid, reason, slot.calls_served, old.rss_mib,
-            )  # fmt: skip
+                slot.index,
+                old.pid,
+                reason,
+                slot.calls_served,
+                old.rss_mib,
+            )
             await old.stop()
         self.restarts += 1
         self._on_event("worker-restart", reason)
@@ -211,8 +215,12 @@ class Supervisor:
                 await self._start_worker(slot)
                 return
             except WorkerStartFailed as error:
-                log.error("event=worker-start-failed slot=%d failures=%d error=%r",
-                          slot.index, failures, str(error))  # fmt: skip
+                log.error(
+                    "event=worker-start-failed slot=%d failures=%d error=%r",
+                    slot.index,
+                    failures,
+                    str(error),
+                )
                 self._on_event("worker-start-failed", str(error))
                 if failures >= self.config.max_start_failures:
                     self._give_up(slot, str(error))
@@ -256,8 +264,11 @@ class Supervisor:
         await self._tell_warmth()
         log.info(
             "event=worker-ready slot=%d pid=%s start_s=%.2f rss_mib=%.0f",
-            slot.index, slot.worker.pid, seconds, slot.worker.rss_mib,
-        )  # fmt: skip
+            slot.index,
+            slot.worker.pid,
+            seconds,
+            slot.worker.rss_mib,
+        )
         self._on_event("worker-ready", seconds)
 
     async def _tell_warmth(self) -> None:

@@ -92,8 +92,9 @@ def read_tuned(model: str, device: str, path: Path | None = None) -> TunedLayout
     if layout.cores != available_cores():
         log.info(
             "event=tuned-layout-stale measured_cores=%d cores=%d: run byoa-bench tune again",
-            layout.cores, available_cores(),
-        )  # fmt: skip
+            layout.cores,
+            available_cores(),
+        )
         return None
     return layout
 

@@ -78,8 +78,9 @@ def _answers(  # type: ignore[no-untyped-def]
     plain = [index for index, item in enumerate(items) if item.request.plain]
     answers: list[Answer] = [Refusal("transcribe-failed", "not decoded")] * len(items)
     try:
-        batch = [(_samples(shm, items[i].offset, items[i].frames), items[i].language)
-                 for i in plain]  # fmt: skip
+        batch = [
+            (_samples(shm, items[i].offset, items[i].frames), items[i].language) for i in plain
+        ]
         decoded = backend.transcribe_batch(batch, wide=lone) if batch else []
         for index, answer in zip(plain, decoded, strict=True):
             answers[index] = answer

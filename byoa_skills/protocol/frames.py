@@ -356,9 +356,13 @@ def encode(frame: FrameBase | Mapping[str, Any]) -> str:
 
 
 def grant_object(
-    skills: list[str], expires_at: str, limits: Mapping[str, Any],
-    models: Sequence[str] = (), *, paused: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+    skills: list[str],
+    expires_at: str,
+    limits: Mapping[str, Any],
+    models: Sequence[str] = (),
+    *,
+    paused: bool = False,
+) -> dict[str, Any]:
     """The grant as a site sees it, in a ``hello`` and in a ``grant`` frame: its skills, when
     it ends, the limits in force, the codes of the models ticked (``m1``..., only when there
     are any: never the visitor's model names) and ``paused: true`` while the visitor has
@@ -375,8 +379,9 @@ def hello_frame(
     session: str | None, pairing: str | None, wallet: Mapping[str, Any], grant: Mapping[str, Any]
 ) -> Hello:
     """The wallet's :class:`Hello` at :data:`PROTOCOL_VERSION`."""
-    return Hello(v=PROTOCOL_VERSION, session=session, pairing=pairing, wallet=dict(wallet),
-                 grant=grant)  # fmt: skip
+    return Hello(
+        v=PROTOCOL_VERSION, session=session, pairing=pairing, wallet=dict(wallet), grant=grant
+    )
 
 
 def welcome_frame(pairing: str, manifest: str) -> Welcome:

@@ -118,8 +118,9 @@ class _Feed:
     """An iterator read one item at a time on ``work``, at most ``ahead`` items before they
     are taken; ``stop`` is the flag the iterator looks at while it reads."""
 
-    def __init__(self, items: Iterator[CutPiece], ahead: int, work: RecordingWork,
-                 stop: Stop) -> None:  # fmt: skip
+    def __init__(
+        self, items: Iterator[CutPiece], ahead: int, work: RecordingWork, stop: Stop
+    ) -> None:
         self._items = items
         self.work = work
         self._stop = stop

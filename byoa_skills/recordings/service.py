@@ -258,14 +258,16 @@ class RecordingService:
     ) -> RecordingResult:
         gate = self.gate
         if gate.decoding >= gate.at_once:
-            log.info("event=recording-waits decoding=%d waiting=%d", gate.decoding,
-                     gate.waiting + 1)  # fmt: skip
+            log.info(
+                "event=recording-waits decoding=%d waiting=%d", gate.decoding, gate.waiting + 1
+            )
         try:
             async with gate.turn():
                 if place is not None:
                     place.leave()
-                log.info("event=recording-starts decoding=%d waiting=%d", gate.decoding,
-                         gate.waiting)  # fmt: skip
+                log.info(
+                    "event=recording-starts decoding=%d waiting=%d", gate.decoding, gate.waiting
+                )
                 return await self._transcribed(data, options, progress, on_measured, on_piece)
         finally:
             if place is not None:
@@ -296,12 +298,18 @@ class RecordingService:
         run_piece = self._runner(options.decode_request())
         stop = Stop()
         done = await run_pieces(
-            _pieces(audio, self.window_seconds, stop), run_piece, options.language,
-            self.parallel, answered, work=self.work, stop=stop,
-        )  # fmt: skip
+            _pieces(audio, self.window_seconds, stop),
+            run_piece,
+            options.language,
+            self.parallel,
+            answered,
+            work=self.work,
+            stop=stop,
+        )
         heard = stitch([p for p, _ in done], [a for _, a in done], audio.seconds, options.language)
-        return RecordingResult(heard.text, heard.language, heard.duration, heard.segments,
-                               progress.answered)  # fmt: skip
+        return RecordingResult(
+            heard.text, heard.language, heard.duration, heard.segments, progress.answered
+        )
 
 
 def _pieces(audio: AudioFile, window: float, stop: Stop) -> Iterator[CutPiece]:

@@ -28,9 +28,11 @@ def join_text(texts: Sequence[str]) -> str:
 
 
 def stitch(
-    pieces: Sequence[Piece], answers: Sequence[Transcript], duration: float,
+    pieces: Sequence[Piece],
+    answers: Sequence[Transcript],
+    duration: float,
     language: str | None = None,
-) -> LongTranscript:  # fmt: skip
+) -> LongTranscript:
     """The recording's transcript from each piece's answer (``answers[i]`` is ``pieces[i]``'s):
     the texts joined in order, each segment and word moved by its piece's start."""
     segments: list[Segment] = []

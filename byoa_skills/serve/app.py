@@ -72,9 +72,10 @@ HEADER_READ_SECONDS = 10.0
 #: The most calls one ``/v1/ws`` connection may have pending (the pool's default queue).
 MAX_PENDING_CALLS = 64
 _TOO_MANY_PENDING = {
-    "ok": False, "code": "too-many-pending-calls",
+    "ok": False,
+    "code": "too-many-pending-calls",
     "message": f"{MAX_PENDING_CALLS} calls of this connection are pending",
-}  # fmt: skip
+}
 
 ENGINE_KEY = web.AppKey("engine", SkillEngine)
 METRICS_KEY = web.AppKey("metrics", EngineMetrics)
@@ -226,8 +227,12 @@ async def _create_grant(request: web.Request) -> web.Response:
             body.get("origin"), body.get("manifest"), body.get("grant")
         )
     except GrantRefusal as refused:
-        answer = {"ok": False, "code": refused.code, "message": refused.message,
-                  "errors": refused.errors}  # fmt: skip
+        answer = {
+            "ok": False,
+            "code": refused.code,
+            "message": refused.message,
+            "errors": refused.errors,
+        }
         return web.json_response(answer, status=refused.status)
     return web.json_response({"ok": True, **summary})
 
@@ -257,8 +262,9 @@ async def _set_site_limits(request: web.Request) -> web.Response:
     except ChoiceRefusal as refused:
         return choice_refusal(refused)
     except GrantRefusal as refused:
-        return web.json_response({"ok": False, "code": refused.code, "message": refused.message},
-                                 status=refused.status)  # fmt: skip
+        return web.json_response(
+            {"ok": False, "code": refused.code, "message": refused.message}, status=refused.status
+        )
     if not summaries:
         return refusal(404, "no-live-grant", "the site holds no live grant")
     return web.json_response({"ok": True, "grants": summaries})
@@ -273,8 +279,10 @@ async def _change_site(request: web.Request) -> web.Response:
         return body
     action, origin = body.get("action"), body.get("origin")
     if action not in SITE_ACTIONS or action == "judge" or not isinstance(origin, str):
-        return _refused("bad-request", "action must be pause, resume, block, forget or "
-                                       "decide-on-my-own, with an origin")  # fmt: skip
+        return _refused(
+            "bad-request",
+            "action must be pause, resume, block, forget or decide-on-my-own, with an origin",
+        )
     try:
         done = await SiteChanges(request.app[SHIM_KEY]).change(
             action, origin, body.get("setting") is True
@@ -291,10 +299,14 @@ async def _call_over_http(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     result = await _call(
-        request.app, request.match_info["skill"], body.get("input"), body.get("params"),
-        body.get("deadlineSeconds"), grant_id=body.get("grantId", ABSENT),
+        request.app,
+        request.match_info["skill"],
+        body.get("input"),
+        body.get("params"),
+        body.get("deadlineSeconds"),
+        grant_id=body.get("grantId", ABSENT),
         registration=body.get("registration", ABSENT),
-    )  # fmt: skip
+    )
     return web.json_response(
         result.to_json(), status=http_status(result), headers=_server_timing(result)
     )
@@ -351,15 +363,24 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
 
     async def answer(call: Call, on_chunk: SendChunk) -> dict[str, Any]:
         result = await _call(
-            app, call.skill, call.input, call.params, present(call.deadline_seconds), on_chunk,
-            grant_id=call.grant_id, registration=call.registration,
-        )  # fmt: skip
+            app,
+            call.skill,
+            call.input,
+            call.params,
+            present(call.deadline_seconds),
+            on_chunk,
+            grant_id=call.grant_id,
+            registration=call.registration,
+        )
         return result.to_json()
 
     await serve_calls(
-        ws, answer, limit=MAX_PENDING_CALLS, over_bound=lambda call: _TOO_MANY_PENDING,
+        ws,
+        answer,
+        limit=MAX_PENDING_CALLS,
+        over_bound=lambda call: _TOO_MANY_PENDING,
         refused=_error_of,
-    )  # fmt: skip
+    )
     return ws
 
 

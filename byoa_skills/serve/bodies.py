@@ -36,5 +36,7 @@ def choice_refusal(refused: Refusal) -> web.Response:
     """400 with the visitor's choices refused: the first problem's code and message, and
     every problem ``{code, path, message}`` in ``errors``."""
     problems = getattr(refused, "problems", [])
-    return web.json_response({"ok": False, "code": refused.code, "message": refused.message,
-                              "errors": problems}, status=400)  # fmt: skip
+    return web.json_response(
+        {"ok": False, "code": refused.code, "message": refused.message, "errors": problems},
+        status=400,
+    )

@@ -44,9 +44,12 @@ async def _call(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     answer = await request.app[REQUESTS_KEY].call(
-        body.get("origin"), body.get("grantId"), body.get("skill"), body.get("input"),
+        body.get("origin"),
+        body.get("grantId"),
+        body.get("skill"),
+        body.get("input"),
         body.get("params"),
-    )  # fmt: skip
+    )
     return web.json_response(answer)
 
 

@@ -17,13 +17,18 @@ class EngineMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.calls = Counter(
-            "byoa_calls", "Skill calls answered, by skill and outcome code",
-            ["skill", "outcome"], registry=self.registry,
-        )  # fmt: skip
+            "byoa_calls",
+            "Skill calls answered, by skill and outcome code",
+            ["skill", "outcome"],
+            registry=self.registry,
+        )
         self.latency = Histogram(
-            "byoa_call_seconds", "Time from a call's arrival to its answer", ["skill"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
-        )  # fmt: skip
+            "byoa_call_seconds",
+            "Time from a call's arrival to its answer",
+            ["skill"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.audio_seconds = Counter(
             "byoa_audio_seconds", "Seconds of audio transcribed", registry=self.registry
         )
@@ -34,33 +39,40 @@ class EngineMetrics:
             "byoa_busy_workers", "Workers running a call", registry=self.registry
         )
         self.worker_restarts = Counter(
-            "byoa_worker_restarts", "Workers replaced, by reason", ["reason"],
+            "byoa_worker_restarts",
+            "Workers replaced, by reason",
+            ["reason"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.warm_workers = Gauge(
-            "byoa_warm_workers", "Workers warm now (0 while let go after the idle time)",
+            "byoa_warm_workers",
+            "Workers warm now (0 while let go after the idle time)",
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.layout = Info(
             "byoa_pool_layout", "How the speech pool is laid out", registry=self.registry
         )
         self.recordings_working = Gauge(
             "byoa_recordings_working",
             "Decoding, measuring or cutting jobs of recordings running now (0 once every "
-            "recording has stopped)", registry=self.registry,
-        )  # fmt: skip
+            "recording has stopped)",
+            registry=self.registry,
+        )
         self.recordings_in_turn = Gauge(
-            "byoa_recordings_in_turn", "Recordings in their turn (decoded, cut, their pieces run)",
+            "byoa_recordings_in_turn",
+            "Recordings in their turn (decoded, cut, their pieces run)",
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.uploads_waiting = Gauge(
-            "byoa_uploads_waiting", "Uploads being received or waiting for their turn",
+            "byoa_uploads_waiting",
+            "Uploads being received or waiting for their turn",
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.uploads_waiting_bytes = Gauge(
-            "byoa_uploads_waiting_bytes", "Bytes the uploads waiting for their turn hold",
+            "byoa_uploads_waiting_bytes",
+            "Bytes the uploads waiting for their turn hold",
             registry=self.registry,
-        )  # fmt: skip
+        )
 
     def watch_pool(self, pool: WorkerPool) -> None:
         """Read the queue depth and busy workers from ``pool`` at each scrape."""
@@ -68,13 +80,16 @@ class EngineMetrics:
         self.busy_workers.set_function(lambda: pool.busy_workers)
         self.warm_workers.set_function(lambda: pool.warm_workers)
         config = pool.config
-        self.layout.info({
-            "workers": str(config.workers), "threads": str(config.threads_per_worker),
-            "batch": str(config.max_batch),
-            "encoder_seconds": f"{config.encoder_window or 30.0:g}",
-            "idle_release_seconds": f"{config.idle_release:g}",
-            "source": config.layout_source,
-        })  # fmt: skip
+        self.layout.info(
+            {
+                "workers": str(config.workers),
+                "threads": str(config.threads_per_worker),
+                "batch": str(config.max_batch),
+                "encoder_seconds": f"{config.encoder_window or 30.0:g}",
+                "idle_release_seconds": f"{config.idle_release:g}",
+                "source": config.layout_source,
+            }
+        )
 
     def watch_recordings(self, recordings: RecordingService) -> None:
         """Read the recordings' work, turns and waiting uploads from ``recordings`` at each

@@ -88,15 +88,21 @@ HEALTH: Schema = {
                 "ok": {"type": "boolean"},
                 "code": {"enum": sorted(STORE_CODES)},
                 "message": {"type": "string"},
-                "pendingChanges": {"type": "integer", "minimum": 0,
-                                   "description": "pauses and blocks in force, not yet written"},
+                "pendingChanges": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "pauses and blocks in force, not yet written",
+                },
             },
         },
-        "encoder": {"type": "string", "examples": ["ctranslate2-int8", "openvino-bf16"],
-                    "description": "what runs the speech workers' encoder and in which "
-                    "precision (absent when the engine runs no speech model)"},
+        "encoder": {
+            "type": "string",
+            "examples": ["ctranslate2-int8", "openvino-bf16"],
+            "description": "what runs the speech workers' encoder and in which "
+            "precision (absent when the engine runs no speech model)",
+        },
     },
-}  # fmt: skip
+}
 
 _SKILL_CALL_BODY: Schema = {
     "type": "object",
@@ -138,176 +144,264 @@ _SECURED = [{"bearer": []}]
 def health_paths() -> dict[str, Schema]:
     """``/health``, ``/ready``, ``/metrics`` and this description."""
     return {
-        "/health": {"get": {
-            "summary": "The engine answers, and whether the wallet's store works",
-            "description": "Always 200 while the engine runs. `status` is `degraded` while "
-            "the wallet's store cannot be used (then every site is refused `site-unreadable`; "
-            "the visitor's own calls work) or a pause or block waits to be written; `store` "
-            "says why, with one of the codes of docs/activity-and-sites.md.",
-            "security": [],
-            "responses": {"200": _json(HEALTH, "always")},
-        }},
-        "/ready": {"get": {
-            "summary": "Whether calls are taken (at least one worker is warm)", "security": [],
-            "responses": {
-                "200": _json({
-                    "type": "object", "required": ["ready", "workers", "warm"],
-                    "properties": {"ready": {"const": True},
-                                   "workers": {"type": "array", "items": {"type": "integer"},
-                                               "description": "live workers' process ids"},
-                                   "warm": {"type": "integer", "minimum": 0,
-                                            "description": "workers warm now"}},
-                }, "ready"),
-                "503": _json({"type": "object", "required": ["ready"],
-                              "properties": {"ready": {"const": False}}}, "still warming"),
-            },
-        }},
-        "/metrics": {"get": {
-            "summary": "Prometheus text exposition", "security": _SECURED,
-            "responses": {
-                "200": {"description": "the metrics",
-                        "content": {"text/plain": {"schema": {"type": "string"}}}},
-                **_GUARDED,
-            },
-        }},
-        "/openapi.json": {"get": {
-            "summary": "This description", "security": [],
-            "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
-        }},
-    }  # fmt: skip
+        "/health": {
+            "get": {
+                "summary": "The engine answers, and whether the wallet's store works",
+                "description": "Always 200 while the engine runs. `status` is `degraded` while "
+                "the wallet's store cannot be used (then every site is refused `site-unreadable`; "
+                "the visitor's own calls work) or a pause or block waits to be written; `store` "
+                "says why, with one of the codes of docs/activity-and-sites.md.",
+                "security": [],
+                "responses": {"200": _json(HEALTH, "always")},
+            }
+        },
+        "/ready": {
+            "get": {
+                "summary": "Whether calls are taken (at least one worker is warm)",
+                "security": [],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "required": ["ready", "workers", "warm"],
+                            "properties": {
+                                "ready": {"const": True},
+                                "workers": {
+                                    "type": "array",
+                                    "items": {"type": "integer"},
+                                    "description": "live workers' process ids",
+                                },
+                                "warm": {
+                                    "type": "integer",
+                                    "minimum": 0,
+                                    "description": "workers warm now",
+                                },
+                            },
+                        },
+                        "ready",
+                    ),
+                    "503": _json(
+                        {
+                            "type": "object",
+                            "required": ["ready"],
+                            "properties": {"ready": {"const": False}},
+                        },
+                        "still warming",
+                    ),
+                },
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus text exposition",
+                "security": _SECURED,
+                "responses": {
+                    "200": {
+                        "description": "the metrics",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_GUARDED,
+                },
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This description",
+                "security": [],
+                "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
+            }
+        },
+    }
 
 
 def call_paths() -> dict[str, Schema]:
     """``POST /v1/skills/{skill}`` and the WebSocket ``/v1/ws``."""
     return {
-        "/v1/skills/{skill}": {"post": {
-            "summary": "Call one skill: under a grant (`grantId`), for a paired platform "
-                       "(`registration`), or the wallet's own call",
-            "security": _SECURED,
-            "parameters": [{"name": "skill", "in": "path", "required": True,
-                            "schema": {"type": "string"}}],
-            "requestBody": _body(_SKILL_CALL_BODY),
-            "responses": {
-                "200": _json({"$ref": "#/components/schemas/CallResult"}, "answered"),
-                "400": _refused("bad input or params, or a body that is not a JSON object"),
-                "403": _refused("refused by the gate, the site's state, or the Host/Origin"),
-                "401": _refused("no valid bearer token"),
-                "404": _refused("unknown skill, grant or registration"),
-                "409": _refused("the call cannot run now"),
-                "413": _refused("the body or the clip is too large"),
-                "429": _refused("too many calls at once, or over the rate"),
-                "502": _refused("the text source failed"),
-                "503": _refused("the engine is not ready or its queue is full"),
-                "504": _refused("the call passed its deadline"),
-            },
-        }},
-        "/v1/ws": {"get": {
-            "summary": "WebSocket: `call` frames answered with `result` (and `chunk`) frames; "
-                       "at most 64 calls pending per connection, one more is answered "
-                       "`too-many-pending-calls`; a client that does not read is closed (1008)",
-            "security": _SECURED,
-            "responses": {
-                "101": {"description": "switched to the WebSocket protocol"},
-                "400": {"description": "not a WebSocket handshake"},
-                **_GUARDED,
-            },
-        }},
-    }  # fmt: skip
+        "/v1/skills/{skill}": {
+            "post": {
+                "summary": "Call one skill: under a grant (`grantId`), for a paired platform "
+                "(`registration`), or the wallet's own call",
+                "security": _SECURED,
+                "parameters": [
+                    {"name": "skill", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "requestBody": _body(_SKILL_CALL_BODY),
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/CallResult"}, "answered"),
+                    "400": _refused("bad input or params, or a body that is not a JSON object"),
+                    "403": _refused("refused by the gate, the site's state, or the Host/Origin"),
+                    "401": _refused("no valid bearer token"),
+                    "404": _refused("unknown skill, grant or registration"),
+                    "409": _refused("the call cannot run now"),
+                    "413": _refused("the body or the clip is too large"),
+                    "429": _refused("too many calls at once, or over the rate"),
+                    "502": _refused("the text source failed"),
+                    "503": _refused("the engine is not ready or its queue is full"),
+                    "504": _refused("the call passed its deadline"),
+                },
+            }
+        },
+        "/v1/ws": {
+            "get": {
+                "summary": "WebSocket: `call` frames answered with `result` (and `chunk`) frames; "
+                "at most 64 calls pending per connection, one more is answered "
+                "`too-many-pending-calls`; a client that does not read is closed (1008)",
+                "security": _SECURED,
+                "responses": {
+                    "101": {"description": "switched to the WebSocket protocol"},
+                    "400": {"description": "not a WebSocket handshake"},
+                    **_GUARDED,
+                },
+            }
+        },
+    }
 
 
 def grant_paths() -> dict[str, Schema]:
     """Grants and links: what the visitor allowed a site."""
-    grant_id = [{"name": "grant_id", "in": "path", "required": True,
-                 "schema": {"type": "string"}}]  # fmt: skip
+    grant_id = [{"name": "grant_id", "in": "path", "required": True, "schema": {"type": "string"}}]
     unknown = {"404": _refused("no live grant has this id (`unknown-grant`)")}
     return {
-        "/v1/grants": {"post": {
-            "summary": "Take a grant the visitor gave a site",
-            "security": _SECURED,
-            "requestBody": _body({"type": "object", "properties": {
-                "origin": {"type": "string"}, "manifest": {"type": "object"},
-                "grant": {"type": "object"}}}),
-            "responses": {
-                "200": _json({"$ref": "#/components/schemas/GrantSummary"}, "taken"),
-                "400": _refused("the manifest or the grant breaks the rules"),
-                "403": _refused("the site is paused, blocked or unreadable; Host or Origin"),
-                "401": _refused("no valid bearer token"),
-                "413": _BODY_REFUSALS["413"],
-            },
-        }},
+        "/v1/grants": {
+            "post": {
+                "summary": "Take a grant the visitor gave a site",
+                "security": _SECURED,
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "origin": {"type": "string"},
+                            "manifest": {"type": "object"},
+                            "grant": {"type": "object"},
+                        },
+                    }
+                ),
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/GrantSummary"}, "taken"),
+                    "400": _refused("the manifest or the grant breaks the rules"),
+                    "403": _refused("the site is paused, blocked or unreadable; Host or Origin"),
+                    "401": _refused("no valid bearer token"),
+                    "413": _BODY_REFUSALS["413"],
+                },
+            }
+        },
         "/v1/grants/{grant_id}": {
             "get": {
-                "summary": "A live grant and its running record", "security": _SECURED,
+                "summary": "A live grant and its running record",
+                "security": _SECURED,
                 "parameters": grant_id,
-                "responses": {"200": _json({"$ref": "#/components/schemas/GrantSummary"},
-                                           "the grant"), **unknown, **_GUARDED},
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/GrantSummary"}, "the grant"),
+                    **unknown,
+                    **_GUARDED,
+                },
             },
             "delete": {
                 "summary": "Release a grant (calls already running finish)",
-                "security": _SECURED, "parameters": grant_id,
+                "security": _SECURED,
+                "parameters": grant_id,
                 "responses": {"200": _json(OK, "released"), **unknown, **_GUARDED},
             },
         },
-        "/v1/sites/change": {"post": {
-            "summary": "Pause, resume, block or forget a site, or set its \"decide on my own\" "
-                       "(docs/consent.md): in force at once, told to the site, written",
-            "security": _SECURED,
-            "requestBody": _body({"type": "object", "required": ["action", "origin"],
-                                  "properties": {
-                "action": {"type": "string", "enum": ["pause", "resume", "block", "forget",
-                                                      "decide-on-my-own"]},
-                "origin": {"type": "string"}, "setting": {"type": "boolean"}}}),
-            "responses": {
-                "200": _json({"type": "object", "required": ["ok", "changed"]}, "done"),
-                "400": _refused("not an action or not an origin"),
-                "401": _refused("no valid bearer token"),
-                "403": _refused("Host or Origin"),
-            },
-        }},
-        "/v1/sites/limits": {"post": {
-            "summary": "Make every live grant of a site stricter (docs/models-block.md)",
-            "security": _SECURED,
-            "requestBody": _body({"type": "object", "properties": {
-                "origin": {"type": "string"},
-                "choices": {"type": "object", "properties": {
-                    "limits": {"type": "object"}, "budget": {"type": "string"},
-                    "expiresInMinutes": {"type": "number"},
-                    "models": {"type": "array", "items": {"type": "string"}}}}}}),
-            "responses": {
-                "200": _json({"type": "object", "required": ["ok", "grants"]}, "changed"),
-                "400": _refused("wider than the site's, or not valid (`limit-wider`, ...)"),
-                "404": _refused("the site holds no live grant (`no-live-grant`)"),
-                "401": _refused("no valid bearer token"),
-                "403": _refused("Host or Origin"),
-                "413": _BODY_REFUSALS["413"],
-            },
-        }},
-        "/v1/links": {"post": {
-            "summary": "Take a bringyourownagent:// link the visitor decided on",
-            "security": _SECURED,
-            "requestBody": _body({"type": "object", "properties": {
-                "link": {"type": "string"},
-                "decision": {"enum": ["allow", "decide-on-my-own", "decline", "ask"]}}}),
-            "responses": {
-                "200": _json(LINK_ANSWER, "connected or connecting"),
-                "403": _json(LINK_ANSWER, "refused (the code says why), or Host/Origin"),
-                "401": _refused("no valid bearer token"),
-                **_BODY_REFUSALS,
-            },
-        }},
-    }  # fmt: skip
+        "/v1/sites/change": {
+            "post": {
+                "summary": 'Pause, resume, block or forget a site, or set its "decide on my own" '
+                "(docs/consent.md): in force at once, told to the site, written",
+                "security": _SECURED,
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["action", "origin"],
+                        "properties": {
+                            "action": {
+                                "type": "string",
+                                "enum": ["pause", "resume", "block", "forget", "decide-on-my-own"],
+                            },
+                            "origin": {"type": "string"},
+                            "setting": {"type": "boolean"},
+                        },
+                    }
+                ),
+                "responses": {
+                    "200": _json({"type": "object", "required": ["ok", "changed"]}, "done"),
+                    "400": _refused("not an action or not an origin"),
+                    "401": _refused("no valid bearer token"),
+                    "403": _refused("Host or Origin"),
+                },
+            }
+        },
+        "/v1/sites/limits": {
+            "post": {
+                "summary": "Make every live grant of a site stricter (docs/models-block.md)",
+                "security": _SECURED,
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "origin": {"type": "string"},
+                            "choices": {
+                                "type": "object",
+                                "properties": {
+                                    "limits": {"type": "object"},
+                                    "budget": {"type": "string"},
+                                    "expiresInMinutes": {"type": "number"},
+                                    "models": {"type": "array", "items": {"type": "string"}},
+                                },
+                            },
+                        },
+                    }
+                ),
+                "responses": {
+                    "200": _json({"type": "object", "required": ["ok", "grants"]}, "changed"),
+                    "400": _refused("wider than the site's, or not valid (`limit-wider`, ...)"),
+                    "404": _refused("the site holds no live grant (`no-live-grant`)"),
+                    "401": _refused("no valid bearer token"),
+                    "403": _refused("Host or Origin"),
+                    "413": _BODY_REFUSALS["413"],
+                },
+            }
+        },
+        "/v1/links": {
+            "post": {
+                "summary": "Take a bringyourownagent:// link the visitor decided on",
+                "security": _SECURED,
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "link": {"type": "string"},
+                            "decision": {"enum": ["allow", "decide-on-my-own", "decline", "ask"]},
+                        },
+                    }
+                ),
+                "responses": {
+                    "200": _json(LINK_ANSWER, "connected or connecting"),
+                    "403": _json(LINK_ANSWER, "refused (the code says why), or Host/Origin"),
+                    "401": _refused("no valid bearer token"),
+                    **_BODY_REFUSALS,
+                },
+            }
+        },
+    }
 
 
 #: An error in OpenAI's shape, as the OpenAI-compatible routes answer it.
 OPENAI_ERROR: Schema = {
     "type": "object",
     "required": ["error"],
-    "properties": {"error": {
-        "type": "object", "required": ["message", "type", "code"],
-        "properties": {"message": {"type": "string"}, "type": {"type": "string"},
-                       "code": {"type": ["string", "null"]}, "param": {}},
-    }},
-}  # fmt: skip
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "code": {"type": ["string", "null"]},
+                "param": {},
+            },
+        }
+    },
+}
 
 
 def _openai_refused(description: str) -> Schema:
@@ -316,21 +410,39 @@ def _openai_refused(description: str) -> Schema:
 
 def openai_paths() -> dict[str, Schema]:
     """The OpenAI-compatible transcription API for the visitor's own tools (docs/openai.md)."""
-    form = {"required": True, "content": {"multipart/form-data": {"schema": {
-        "type": "object", "required": ["file", "model"],
-        "properties": {
-            "file": {"type": "string", "format": "binary"}, "model": {"type": "string"},
-            "language": {"type": "string"}, "prompt": {"type": "string"},
-            "response_format": {"enum": ["json", "text", "verbose_json", "srt", "vtt"]},
-            "temperature": {"type": "number"}, "stream": {"type": "boolean"},
-            "timestamp_granularities[]": {"type": "array",
-                                          "items": {"enum": ["segment", "word"]}},
-        }}}}}  # fmt: skip
+    form = {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "model"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        "model": {"type": "string"},
+                        "language": {"type": "string"},
+                        "prompt": {"type": "string"},
+                        "response_format": {"enum": ["json", "text", "verbose_json", "srt", "vtt"]},
+                        "temperature": {"type": "number"},
+                        "stream": {"type": "boolean"},
+                        "timestamp_granularities[]": {
+                            "type": "array",
+                            "items": {"enum": ["segment", "word"]},
+                        },
+                    },
+                }
+            }
+        },
+    }
     answers = {
-        "200": {"description": "the text, in the asked format (or an event stream)",
-                "content": {"application/json": {"schema": {"type": "object"}},
-                            "text/plain": {"schema": {"type": "string"}},
-                            "text/event-stream": {"schema": {"type": "string"}}}},
+        "200": {
+            "description": "the text, in the asked format (or an event stream)",
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "text/plain": {"schema": {"type": "string"}},
+                "text/event-stream": {"schema": {"type": "string"}},
+            },
+        },
         "400": _openai_refused("a bad form or a file no decoder reads"),
         "401": _openai_refused("no valid API key (the engine's token)"),
         "403": _openai_refused("a Host that is not loopback, or a request from a web page"),
@@ -340,35 +452,52 @@ def openai_paths() -> dict[str, Schema]:
         "500": _openai_refused("the model failed on this file"),
         "503": _openai_refused("no speech model is ready"),
         "504": _openai_refused("the deadline passed"),
-    }  # fmt: skip
+    }
     operation = {"security": _SECURED, "requestBody": form, "responses": answers}
     return {
         "/v1/audio/transcriptions": {"post": {"summary": "Speech to text", **operation}},
         "/v1/audio/translations": {"post": {"summary": "Speech to English text", **operation}},
-        "/v1/models": {"get": {
-            "summary": "The speech models, and the text sources' models",
-            "security": _SECURED,
-            "responses": {"200": _json({"type": "object", "required": ["object", "data"]},
-                                       "the list"),
-                          "401": _openai_refused("no valid API key"),
-                          "403": _openai_refused("Host or Origin")},
-        }},
-    }  # fmt: skip
+        "/v1/models": {
+            "get": {
+                "summary": "The speech models, and the text sources' models",
+                "security": _SECURED,
+                "responses": {
+                    "200": _json({"type": "object", "required": ["object", "data"]}, "the list"),
+                    "401": _openai_refused("no valid API key"),
+                    "403": _openai_refused("Host or Origin"),
+                },
+            }
+        },
+    }
 
 
 def extension_paths() -> dict[str, Schema]:
     """What the browser extension's native host relays (docs/extension.md). The answers hold
     only what a page is given: a grant or null, ``ok`` and an output, never a reason."""
-    grant_or_null = {"type": "object", "required": ["grant"],
-                     "properties": {"grant": {"type": ["object", "null"]}}}  # fmt: skip
-    page_answer = {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"},
-                   "output": {"type": "object"}}}  # fmt: skip
+    grant_or_null = {
+        "type": "object",
+        "required": ["grant"],
+        "properties": {"grant": {"type": ["object", "null"]}},
+    }
+    page_answer = {
+        "type": "object",
+        "required": ["ok"],
+        "properties": {"ok": {"type": "boolean"}, "output": {"type": "object"}},
+    }
 
     def route(summary: str, answer: Schema) -> Schema:
-        return {"post": {"summary": summary, "security": _SECURED,
-                         "requestBody": _body({"type": "object"}),
-                         "responses": {"200": _json(answer, "the page's answer"),
-                                       **_BODY_REFUSALS, **_GUARDED}}}  # fmt: skip
+        return {
+            "post": {
+                "summary": summary,
+                "security": _SECURED,
+                "requestBody": _body({"type": "object"}),
+                "responses": {
+                    "200": _json(answer, "the page's answer"),
+                    **_BODY_REFUSALS,
+                    **_GUARDED,
+                },
+            }
+        }
 
     return {
         "/v1/extension/request": route("A page's request for a grant", grant_or_null),
@@ -389,28 +518,57 @@ def wallet_paths() -> dict[str, Schema]:
     store_down = {"503": _refused("the wallet's store cannot be used (`store-damaged`...)")}
 
     def read(summary: str, extra: dict[str, Schema] | None = None) -> Schema:
-        return {"get": {"summary": summary, "security": cookie,
-                        "responses": {"200": _json({"type": "object"}, "the view"),
-                                      **page_only, **(extra or {})}}}  # fmt: skip
+        return {
+            "get": {
+                "summary": summary,
+                "security": cookie,
+                "responses": {
+                    "200": _json({"type": "object"}, "the view"),
+                    **page_only,
+                    **(extra or {}),
+                },
+            }
+        }
 
     def change(summary: str, extra: dict[str, Schema] | None = None) -> Schema:
-        return {"post": {"summary": summary, "security": cookie,
-                         "requestBody": _body({"type": "object"}),
-                         "responses": {"200": _json(OK, "done"), **page_only,
-                                       **_BODY_REFUSALS, **(extra or {})}}}  # fmt: skip
+        return {
+            "post": {
+                "summary": summary,
+                "security": cookie,
+                "requestBody": _body({"type": "object"}),
+                "responses": {
+                    "200": _json(OK, "done"),
+                    **page_only,
+                    **_BODY_REFUSALS,
+                    **(extra or {}),
+                },
+            }
+        }
 
     def named(name: str) -> list[Schema]:
         return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
 
     paths = {
-        "/v1/wallet/tickets": {"post": {
-            "summary": "A one-time ticket and the page's address", "security": _SECURED,
-            "responses": {"200": _json({"type": "object", "required": ["ok", "url"]},
-                                       "the address, with the ticket in its fragment"),
-                          **_GUARDED},
-        }},
-        "/wallet/": {"get": {"summary": "The wallet page", "security": [],
-                             "responses": {"200": {"description": "the page (HTML)"}}}},
+        "/v1/wallet/tickets": {
+            "post": {
+                "summary": "A one-time ticket and the page's address",
+                "security": _SECURED,
+                "responses": {
+                    "200": _json(
+                        {"type": "object", "required": ["ok", "url"]},
+                        "the address, with the ticket in its fragment",
+                    ),
+                    **_GUARDED,
+                },
+            }
+        },
+        "/wallet/": {
+            "get": {
+                "summary": "The wallet page",
+                "security": [],
+                "responses": {"200": {"description": "the page (HTML)"}},
+            }
+        },
         "/wallet/api/session": change(
             "Trade a ticket for the session cookie",
             {"403": _refused("a used, expired or forged ticket (`bad-ticket`), or the origin")},
@@ -420,9 +578,10 @@ def wallet_paths() -> dict[str, Schema]:
         "/wallet/api/consents/{consent_id}": change(
             "Answer a consent", {"404": _refused("answered or timed out (`no-such-consent`)")}
         ),
-        "/wallet/api/sites": {**read("The sites, their grants and use", store_down),
-                              **change("Pause, resume, block, forget; decide on my own",
-                                       store_down)},
+        "/wallet/api/sites": {
+            **read("The sites, their grants and use", store_down),
+            **change("Pause, resume, block, forget; decide on my own", store_down),
+        },
         "/wallet/api/grants/{grant_id}/release": change(
             "Release a grant", {"404": _refused("no live grant has this id")}
         ),
@@ -440,11 +599,14 @@ def wallet_paths() -> dict[str, Schema]:
         "/wallet/api/pairings/{platform}/revoke": change(
             "Revoke a pairing", {"404": _refused("not paired (`not-paired`)")}
         ),
-        "/wallet/api/live": {"get": {"summary": "The page's live feed (WebSocket)",
-                                     "security": cookie,
-                                     "responses": {"101": {"description": "switching"},
-                                                   **page_only}}},
-    }  # fmt: skip
+        "/wallet/api/live": {
+            "get": {
+                "summary": "The page's live feed (WebSocket)",
+                "security": cookie,
+                "responses": {"101": {"description": "switching"}, **page_only},
+            }
+        },
+    }
     paths["/wallet/api/consents/{consent_id}"]["post"]["parameters"] = named("consent_id")
     paths["/wallet/api/grants/{grant_id}/release"]["post"]["parameters"] = named("grant_id")
     paths["/wallet/api/grants/{grant_id}/change"]["post"]["parameters"] = named("grant_id")
@@ -454,8 +616,13 @@ def wallet_paths() -> dict[str, Schema]:
 
 #: The functions whose ``paths`` entries make the description, in order.
 PATH_GROUPS: list[Callable[[], dict[str, Schema]]] = [
-    health_paths, call_paths, grant_paths, openai_paths, extension_paths, wallet_paths,
-]  # fmt: skip
+    health_paths,
+    call_paths,
+    grant_paths,
+    openai_paths,
+    extension_paths,
+    wallet_paths,
+]
 
 
 def description() -> Schema:

@@ -84,9 +84,11 @@ class TextGenerate(Skill):
             return "local-model", Decimal(0)
         request = text_call(call)
         return await runtimes.text.estimate(
-            request.model, int(call.measured.get("textChars", 0)), request.max_tokens,
+            request.model,
+            int(call.measured.get("textChars", 0)),
+            request.max_tokens,
             request.choices,
-        )  # fmt: skip
+        )
 
     def under_grant(self, call: PreparedCall, terms: GrantTerms) -> PreparedCall:
         """The model the grant's code names (a code the grant lacks is left for the gate to

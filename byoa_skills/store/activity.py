@@ -120,8 +120,10 @@ class ActivityLog:
         where, values = [], []
         for column, value in (
             ("origin", normalize_origin(origin) if origin is not None else None),
-            ("skill", skill), ("decision", decision), ("outcome", code),
-        ):  # fmt: skip
+            ("skill", skill),
+            ("decision", decision),
+            ("outcome", code),
+        ):
             if value is not None:
                 where.append(f"{column} = ?")
                 values.append(value)

@@ -314,8 +314,9 @@ class WalletDatabase:
             self._queue.put(None)
             writer.join()
         if self._unwritten:
-            log.error("event=store-changes-lost count=%d (the disk never took them)",
-                      len(self._unwritten))  # fmt: skip
+            log.error(
+                "event=store-changes-lost count=%d (the disk never took them)", len(self._unwritten)
+            )
         connection = getattr(self._local, "connection", None)
         if connection is not None:
             connection.close()

@@ -75,9 +75,12 @@ def insert_grant(db: sqlite3.Connection, row: GrantRow) -> None:
 
 
 def update_given(
-    db: sqlite3.Connection, grant_id: str, given: dict[str, Any], limits: dict[str, Any],
+    db: sqlite3.Connection,
+    grant_id: str,
+    given: dict[str, Any],
+    limits: dict[str, Any],
     expires_ms: int,
-) -> None:  # fmt: skip
+) -> None:
     """Write the grant as the visitor changed it (what was given, the limits it now answers
     with, its expiry) over the one kept; its record stays."""
     db.execute(

@@ -55,9 +55,15 @@ def import_json_files(db: sqlite3.Connection, folder: Path) -> list[str]:
             db.execute(
                 "INSERT INTO sites (origin, state, since, first_seen, last_seen, note) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (origin, record["state"], record["since"], _text(record.get("firstSeen")),
-                 _text(record.get("lastSeen")), _text(record.get("note"))),
-            )  # fmt: skip
+                (
+                    origin,
+                    record["state"],
+                    record["since"],
+                    _text(record.get("firstSeen")),
+                    _text(record.get("lastSeen")),
+                    _text(record.get("note")),
+                ),
+            )
             counts["sites"] += 1
     pairings = _json_object(folder / PAIRINGS_FILE, damaged)
     for origin, record in pairings.items():

@@ -30,8 +30,12 @@ STORE_CODES: dict[str, str] = {
 }
 
 _FULL = {sqlite3.SQLITE_FULL}
-_READ_ONLY = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR,
-              sqlite3.SQLITE_PERM}  # fmt: skip
+_READ_ONLY = {
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_PERM,
+}
 _DAMAGED = {sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FORMAT}
 #: SQLite's codes that say the disk or the file failed, not the change that was written.
 DISK_CODES = frozenset(_FULL | _READ_ONLY | _DAMAGED)

@@ -79,8 +79,13 @@ async def admit(grant: Grant, call: Measured, now_ms: int, ask: AskHook = declin
     if inspect.isawaitable(approved):
         approved = await approved
     if isinstance(approved, str):  # not asked: refused with the hook's code
-        return Admission(False, first.decision, first.reasons, approved,
-                         "the visitor is already being asked about this site's calls")  # fmt: skip
+        return Admission(
+            False,
+            first.decision,
+            first.reasons,
+            approved,
+            "the visitor is already being asked about this site's calls",
+        )
     if approved is not True:
         return first
     async with grant.lock:  # the record may have changed while the visitor was asked
@@ -136,10 +141,11 @@ def _add_rate_reason(reasons: list[dict[str, Any]], grant: Grant, now_ms: int) -
     if recent < grant.rate_limit:
         return
     reason = {
-        "code": "rate-exceeded", "decision": "blocked",
+        "code": "rate-exceeded",
+        "decision": "blocked",
         "message": f"{recent} calls in the last minute; the limit is "
         f"{_number(grant.rate_limit)} per minute",
-    }  # fmt: skip
+    }
     at = next((i for i, r in enumerate(reasons) if r["code"] in _AFTER_RATE), len(reasons))
     reasons.insert(at, reason)
 

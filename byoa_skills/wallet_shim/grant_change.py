@@ -25,19 +25,29 @@ def changed_grant(grant: Grant, choices: VisitorChoices, now_ms: int) -> dict[st
     (``budget-invalid``), the expiry would come later (``expiry-later``) or a code to keep is
     not one of the grant's (``model-not-granted``)."""
     left_minutes = max(0.0, (grant.expires_ms - now_ms) / 60_000)
-    problems = choice_problems(grant.manifest, choices, latest_expiry_minutes=left_minutes,
-                               currency=grant.currency)  # fmt: skip
+    problems = choice_problems(
+        grant.manifest, choices, latest_expiry_minutes=left_minutes, currency=grant.currency
+    )
     if choices.models is not None:
         problems += [
-            {"code": "model-not-granted", "path": f"/models/{index}",
-             "message": f"{code[:20]!r} is not a model code of this grant"}
-            for index, code in enumerate(choices.models) if code not in grant.models
-        ]  # fmt: skip
+            {
+                "code": "model-not-granted",
+                "path": f"/models/{index}",
+                "message": f"{code[:20]!r} is not a model code of this grant",
+            }
+            for index, code in enumerate(choices.models)
+            if code not in grant.models
+        ]
         required = _required(grant)
         if len(set(choices.models)) < required:
-            problems.append({"code": "too-few-models", "path": "/models",
-                             "message": f"the site needs at least {required} model(s) "
-                                        "ticked; release the grant to end it"})  # fmt: skip
+            problems.append(
+                {
+                    "code": "too-few-models",
+                    "path": "/models",
+                    "message": f"the site needs at least {required} model(s) "
+                    "ticked; release the grant to end it",
+                }
+            )
     if problems:
         raise ChoiceRefusal(problems)
     given = copy.deepcopy(grant.given)

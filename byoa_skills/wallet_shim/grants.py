@@ -144,9 +144,11 @@ class Grant:
         }
         limits.update(self.limits.to_json())
         summary: dict[str, Any] = {
-            "grantId": self.id, "skills": self.skills, "expiresAt": self.expires_at,
+            "grantId": self.id,
+            "skills": self.skills,
+            "expiresAt": self.expires_at,
             "limits": limits,
-        }  # fmt: skip
+        }
         if self.models:
             summary["models"] = sorted(self.models, key=_code_order)
         return summary
@@ -201,9 +203,14 @@ def build_grant(
             raise GrantRefusal(
                 "skill-not-declared",
                 f"skill {skill!r} is granted but not declared in the manifest",
-                [{"code": "skill-not-declared", "path": f"/skills/{index}",
-                  "message": f"skill {skill!r} is not in the manifest"}],
-            )  # fmt: skip
+                [
+                    {
+                        "code": "skill-not-declared",
+                        "path": f"/skills/{index}",
+                        "message": f"skill {skill!r} is not in the manifest",
+                    }
+                ],
+            )
     return Grant(
         id=grant_id or secrets.token_urlsafe(16),
         origin=origin,
@@ -239,11 +246,14 @@ def _model_problems(models: Any) -> list[dict[str, str]]:
         message = '"models" must be an object such as {"m1": "provider/model"}'
         return [{"code": "grant-invalid", "path": "/models", "message": message}]
     return [
-        {"code": "grant-invalid", "path": f"/models/{code}",
-         "message": f"model code {code!r} must be m1, m2... naming a model"}
+        {
+            "code": "grant-invalid",
+            "path": f"/models/{code}",
+            "message": f"model code {code!r} must be m1, m2... naming a model",
+        }
         for code, model in models.items()
         if not (_MODEL_CODE.fullmatch(str(code)) and isinstance(model, str) and model.strip())
-    ]  # fmt: skip
+    ]
 
 
 def _reference_grant_problems(
@@ -258,9 +268,11 @@ def _reference_grant_problems(
     currency = money.split()[-1] if isinstance(money, str) and money.split() else "USD"
     probe = {
         "skill": probe_skill if isinstance(probe_skill, str) else any_skill,
-        "at": rfc3339(now_ms), "provider": "local-model", "estimatedCost": f"0 {currency}",
+        "at": rfc3339(now_ms),
+        "provider": "local-model",
+        "estimatedCost": f"0 {currency}",
         "input": {"clipSeconds": 0, "textChars": 0},
-    }  # fmt: skip
+    }
     result = check_call(manifest, reference, probe)
     problems = [
         {"code": "grant-invalid", "path": reason.get("path", ""), "message": reason["message"]}
@@ -290,10 +302,15 @@ class GrantStore:
         if self.database is None:
             return
         row = GrantRow(
-            id=grant.id, origin=grant.origin, manifest=grant.manifest, given=grant.given,
-            limits=grant.summary()["limits"], currency=grant.currency,
-            created_ms=grant.created_ms, expires_ms=grant.expires_ms,
-        )  # fmt: skip
+            id=grant.id,
+            origin=grant.origin,
+            manifest=grant.manifest,
+            given=grant.given,
+            limits=grant.summary()["limits"],
+            currency=grant.currency,
+            created_ms=grant.created_ms,
+            expires_ms=grant.expires_ms,
+        )
         self.database.submit(lambda db: insert_grant(db, row))
 
     def replace(self, grant: Grant) -> None:
@@ -341,10 +358,13 @@ class GrantStore:
         if self.database is None or grant.id not in self._grants:
             return
         record = GrantRecord(  # the call times: at most the rate ceiling; JSON made by the writer
-            calls=grant.calls, in_flight=grant.in_flight, reserved=grant.reserved,
-            spent=grant.spent, call_times=tuple(grant.call_times),
+            calls=grant.calls,
+            in_flight=grant.in_flight,
+            reserved=grant.reserved,
+            spent=grant.spent,
+            call_times=tuple(grant.call_times),
             peak_in_flight=grant.peak_in_flight,
-        )  # fmt: skip
+        )
         grant_id = grant.id
         self.database.submit(lambda db: update_record(db, grant_id, record))
 

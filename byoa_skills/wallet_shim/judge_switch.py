@@ -65,10 +65,11 @@ class JudgeSwitch:
         return {
             "on": kept.get("on", DEFAULT_ON) is True,
             "model": kept.get("model") if isinstance(kept.get("model"), str) else None,
-            "mismatch": kept.get("mismatch") if kept.get("mismatch") in _MISMATCHES
+            "mismatch": kept.get("mismatch")
+            if kept.get("mismatch") in _MISMATCHES
             else DEFAULT_MISMATCH,
             "dailySpend": format(_spend(kept.get("dailySpend")) or DEFAULT_DAILY_SPEND, "f"),
-        }  # fmt: skip
+        }
 
     def daily_spend(self) -> Decimal:
         """What a paid judge may spend per day, in USD."""
@@ -103,8 +104,9 @@ class JudgeSwitch:
         if "dailySpend" in body:
             spend = _spend(body["dailySpend"])
             if spend is None:
-                raise ChoiceRefusal([_problem("/dailySpend",
-                                              "dailySpend is USD per day, 0 to 1000")])  # fmt: skip
+                raise ChoiceRefusal(
+                    [_problem("/dailySpend", "dailySpend is USD per day, 0 to 1000")]
+                )
             current["dailySpend"] = format(spend, "f")
         self.store.set_default(current)
         return current
@@ -151,11 +153,16 @@ class JudgeSwitch:
         paid = self._paid(model)
         key = (model, mismatch, paid)
         if key not in self._judges:
-            settings = JudgeSettings(model=model, mismatch=mismatch,
-                                     system_role="gemma" not in model.lower())  # fmt: skip
-            self._judges[key] = PurposeJudge(self.runtime, settings, self.cache,
-                                             spend=self.spend if paid else None,
-                                             slots=self.slots)  # fmt: skip
+            settings = JudgeSettings(
+                model=model, mismatch=mismatch, system_role="gemma" not in model.lower()
+            )
+            self._judges[key] = PurposeJudge(
+                self.runtime,
+                settings,
+                self.cache,
+                spend=self.spend if paid else None,
+                slots=self.slots,
+            )
         return self._judges[key]
 
     async def status(self) -> dict[str, Any]:
@@ -166,10 +173,15 @@ class JudgeSwitch:
         model = await self.model()
         up = model is not None and self.runtime is not None and await can_judge(self.runtime, model)
         paid = model is not None and self._paid(model)
-        return {**self.default(), "judgingModel": model, "up": up, "paid": paid,
-                "spentToday": format(self.spend.spent(), "f"),
-                "recommended": RECOMMENDED.to_dict(),
-                "sites": self.store.sites()}  # fmt: skip
+        return {
+            **self.default(),
+            "judgingModel": model,
+            "up": up,
+            "paid": paid,
+            "spentToday": format(self.spend.spent(), "f"),
+            "recommended": RECOMMENDED.to_dict(),
+            "sites": self.store.sites(),
+        }
 
     async def _answers(self, model: str) -> bool:
         """Whether the judge's source lists its model (its list is kept for a while, so a

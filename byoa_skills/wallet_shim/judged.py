@@ -70,8 +70,9 @@ async def _judged(
             await beside.discard()
             log.info("event=judge-held grant=%s code=%s", grant.id, opinion.code)
             code = opinion.code if opinion.decision == "blocked" else "declined"
-            return _with_opinion(CallResult.refused(code, "the purpose judge held the answer"),
-                                 opinion, "blocked")  # fmt: skip
+            return _with_opinion(
+                CallResult.refused(code, "the purpose judge held the answer"), opinion, "blocked"
+            )
         result: CallResult = await beside.release()
     finally:
         await beside.close()

@@ -83,10 +83,13 @@ def rate_problems(limits: Any, base_path: str) -> list[dict[str, str]]:
         return []
     if value <= MAX_CALLS_PER_MINUTE:
         return []
-    return [{
-        "code": "limit-invalid", "path": f"{base_path}/maxCallsPerMinute",
-        "message": f"limit 'maxCallsPerMinute' may be at most {MAX_CALLS_PER_MINUTE}",
-    }]  # fmt: skip
+    return [
+        {
+            "code": "limit-invalid",
+            "path": f"{base_path}/maxCallsPerMinute",
+            "message": f"limit 'maxCallsPerMinute' may be at most {MAX_CALLS_PER_MINUTE}",
+        }
+    ]
 
 
 def stricter(manifest_limits: Any, grant_limits: Any, name: str) -> Any:

@@ -70,9 +70,13 @@ class ModelsBlock:
 
     def to_json(self) -> dict[str, Any]:
         """The block as a manifest writes it (every field stated)."""
-        return {"count": self.count, "required": self.required,
-                "differentCompanies": self.different_companies, "why": self.why,
-                "prefer": list(self.prefer)}  # fmt: skip
+        return {
+            "count": self.count,
+            "required": self.required,
+            "differentCompanies": self.different_companies,
+            "why": self.why,
+            "prefer": list(self.prefer),
+        }
 
 
 @dataclass(frozen=True)
@@ -182,11 +186,14 @@ def _problems_of(block: Any, path: str) -> list[dict[str, str]]:
         )
     else:
         found += [
-            _problem("models-invalid", f"{path}/prefer/{index}",
-                     f"a preferred model is a name of 1 to {MAX_PREFER_CHARS} characters")
+            _problem(
+                "models-invalid",
+                f"{path}/prefer/{index}",
+                f"a preferred model is a name of 1 to {MAX_PREFER_CHARS} characters",
+            )
             for index, name in enumerate(prefer)
             if not isinstance(name, str) or not name.strip() or len(name) > MAX_PREFER_CHARS
-        ]  # fmt: skip
+        ]
     return found
 
 
@@ -258,8 +265,9 @@ def preticked(block: ModelsBlock, models: Iterable[OfferedModel]) -> list[Offere
     return chosen
 
 
-def fallback_ticks(block: ModelsBlock, models: Sequence[OfferedModel],
-                   default: str | None) -> list[OfferedModel]:  # fmt: skip
+def fallback_ticks(
+    block: ModelsBlock, models: Sequence[OfferedModel], default: str | None
+) -> list[OfferedModel]:
     """The ticks an Allow with no page to tick on gives (``connect --decision allow``): the
     preferred models, then the default model, then the others in the sources' order, until
     ``required`` (at least one) are ticked within the block's rules; fewer when the models on
@@ -300,10 +308,14 @@ def grouped(models: Iterable[OfferedModel]) -> list[dict[str, Any]]:
         groups.setdefault(model.company, []).append(model)
     order = sorted(groups, key=lambda company: (company is None, company or ""))
     return [
-        {"company": company,
-         "models": [{"ref": m.ref, "source": m.source, "model": m.model} for m in groups[company]]}
+        {
+            "company": company,
+            "models": [
+                {"ref": m.ref, "source": m.source, "model": m.model} for m in groups[company]
+            ],
+        }
         for company in order
-    ]  # fmt: skip
+    ]
 
 
 def _whole(value: Any) -> bool:

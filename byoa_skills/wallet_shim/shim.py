@@ -90,14 +90,19 @@ class WalletShim:
                 raise GrantRefusal(f"site-{site}", _site_message(site))
             built = build_grant(origin, manifest, grant, self._clock())
         except GrantRefusal as refusal:
-            self.record_activity(kind="grant", origin=_shown(origin), outcome=refusal.code,
-                         codes=[e["code"] for e in refusal.errors] or [refusal.code])  # fmt: skip
+            self.record_activity(
+                kind="grant",
+                origin=_shown(origin),
+                outcome=refusal.code,
+                codes=[e["code"] for e in refusal.errors] or [refusal.code],
+            )
             raise
         self.sites.seen(origin)
         self.grants.prune(self._clock())
         self.grants.add(built)
-        self.record_activity(kind="grant", origin=origin, grant=built.id, outcome="ok",
-                     skills=built.skills)  # fmt: skip
+        self.record_activity(
+            kind="grant", origin=origin, grant=built.id, outcome="ok", skills=built.skills
+        )
         return built.summary()
 
     async def grant_when_warm(self, origin: Any, manifest: Any, grant: Any) -> dict[str, Any]:
@@ -121,8 +126,9 @@ class WalletShim:
         live.manifest = built.manifest
         live.take_terms_of(built)
         self.grants.replace(live)
-        self.record_activity(kind="grant", origin=live.origin, grant=live.id, outcome="ok",
-                             skills=live.skills)  # fmt: skip
+        self.record_activity(
+            kind="grant", origin=live.origin, grant=live.id, outcome="ok", skills=live.skills
+        )
         self._tell_grant(live)
         return live.summary()
 
@@ -165,9 +171,14 @@ class WalletShim:
             kept.keep(grant.origin, kept_choices(grant, before)).result()
         except (StoreError, sqlite3.Error, OSError) as error:
             log.error("event=choices-not-kept origin=%s error=%r", grant.origin, str(error))
-        self.record_activity(kind="change", origin=grant.origin, grant=grant.id, outcome="ok",
-                             limits=grant.summary()["limits"],
-                             models=sorted(grant.models) or None)  # fmt: skip
+        self.record_activity(
+            kind="change",
+            origin=grant.origin,
+            grant=grant.id,
+            outcome="ok",
+            limits=grant.summary()["limits"],
+            models=sorted(grant.models) or None,
+        )
         self._tell_grant(grant)
         return grant.summary()
 
@@ -189,9 +200,13 @@ class WalletShim:
         """The grant as the site sees it now (:func:`grant_object`), ``paused`` while the
         visitor has paused the site."""
         summary = grant.summary()
-        return grant_object(grant.skills, grant.expires_at, summary["limits"],
-                            summary.get("models", ()),
-                            paused=self._site_state(grant.origin) == "paused")  # fmt: skip
+        return grant_object(
+            grant.skills,
+            grant.expires_at,
+            summary["limits"],
+            summary.get("models", ()),
+            paused=self._site_state(grant.origin) == "paused",
+        )
 
     def watch_grants(self, watcher: GrantWatcher) -> Callable[[], None]:
         """Tell ``watcher(grant_id, site_grant | None)`` of every change of a live grant from
@@ -233,18 +248,23 @@ class WalletShim:
         elif (site := self._site_state(grant.origin)) != "active":
             result = self._refused(skill, began, f"site-{site}", _site_message(site))
         else:  # the engine runs the call through the grant's gate, and reports it
-            gate = _GrantGate(grant, self.grants, self._pricing, self._clock, self._ask,
-                              self.judges)  # fmt: skip
+            gate = _GrantGate(
+                grant, self.grants, self._pricing, self._clock, self._ask, self.judges
+            )
             result = await self.engine.call(
                 skill, skill_input, params, deadline, on_chunk, gate=gate
             )
         elapsed = time.monotonic() - began
         entry = {
-            "kind": "call", "origin": grant.origin if grant else None, "grant": _shown(grant_id),
-            "skill": _shown(skill), "decision": result.decision, "outcome": result.code or "ok",
+            "kind": "call",
+            "origin": grant.origin if grant else None,
+            "grant": _shown(grant_id),
+            "skill": _shown(skill),
+            "decision": result.decision,
+            "outcome": result.code or "ok",
             "codes": [r["code"] for r in result.reasons or []],
             "latencyMs": round(elapsed * 1000, 1),
-        }  # fmt: skip
+        }
         entry.update(result.measured)
         if "model" in result.facts:
             entry["model"] = result.facts["model"]
@@ -334,19 +354,26 @@ class _GrantGate:
         grant = self._grant
         priced = self._pricing(call)
         provider, estimate = await priced if inspect.isawaitable(priced) else priced
-        measured = Measured(call.skill, call.params, call.measured, provider, estimate,
-                            uses_models=call.uses_models)  # fmt: skip
+        measured = Measured(
+            call.skill, call.params, call.measured, provider, estimate, uses_models=call.uses_models
+        )
         admission = await admit(grant, measured, self._clock(), self._ask)
         if not admission.admitted:
             return CallResult(
-                ok=False, code=admission.code, message=admission.message,
-                decision=admission.decision, reasons=admission.reasons,
-            )  # fmt: skip
+                ok=False,
+                code=admission.code,
+                message=admission.message,
+                decision=admission.decision,
+                reasons=admission.reasons,
+            )
         self._admission = admission
         self._grants.save_record(grant)
         if admission.decision == "warn":
-            log.warning("event=gate-warn grant=%s codes=%s", grant.id,
-                        ",".join(r["code"] for r in admission.reasons))  # fmt: skip
+            log.warning(
+                "event=gate-warn grant=%s codes=%s",
+                grant.id,
+                ",".join(r["code"] for r in admission.reasons),
+            )
         return Admitted(admission.decision, admission.reasons)
 
     async def supervise(

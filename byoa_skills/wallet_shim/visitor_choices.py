@@ -90,9 +90,10 @@ def read_choices(body: Any) -> VisitorChoices:
     ]
     models = body.get("models")
     if models is not None and not (
-        isinstance(models, list) and len(models) <= 16
+        isinstance(models, list)
+        and len(models) <= 16
         and all(isinstance(m, str) and 0 < len(m) <= 300 for m in models)
-    ):  # fmt: skip
+    ):
         problems.append(_problem("choices-invalid", "/models", "models must be a list of names"))
         models = None
     limits = body.get("limits") or {}
@@ -124,9 +125,11 @@ def read_choices(body: Any) -> VisitorChoices:
         )
     minutes = body.get("expiresInMinutes")
     if minutes is not None and not (
-        isinstance(minutes, (int, float)) and not isinstance(minutes, bool)
-        and math.isfinite(minutes) and minutes > 0
-    ):  # fmt: skip
+        isinstance(minutes, (int, float))
+        and not isinstance(minutes, bool)
+        and math.isfinite(minutes)
+        and minutes > 0
+    ):
         problems.append(
             _problem(
                 "expiry-invalid",
@@ -137,10 +140,11 @@ def read_choices(body: Any) -> VisitorChoices:
     if problems:
         raise ChoiceRefusal(problems)
     return VisitorChoices(
-        models=None if models is None else tuple(models), limits=kept,
+        models=None if models is None else tuple(models),
+        limits=kept,
         budget=None if budget is None else " ".join(str(budget).split()),
         expires_in_minutes=None if minutes is None else float(minutes),
-    )  # fmt: skip
+    )
 
 
 def ceiling(manifest: Mapping[str, Any], name: str) -> float:
@@ -159,18 +163,24 @@ def ceilings(manifest: Mapping[str, Any]) -> dict[str, float]:
 
 
 def choice_problems(
-    manifest: Mapping[str, Any], choices: VisitorChoices, *, latest_expiry_minutes: float,
+    manifest: Mapping[str, Any],
+    choices: VisitorChoices,
+    *,
+    latest_expiry_minutes: float,
     currency: str,
-) -> list[dict[str, str]]:  # fmt: skip
+) -> list[dict[str, str]]:
     """Why ``choices`` are not stricter than ``manifest`` allows: ``limit-wider`` for a limit
     above its :func:`ceiling`, ``budget-invalid`` for a budget in another currency than
     ``currency``, ``expiry-later`` for an expiry after ``latest_expiry_minutes`` from now."""
     problems = [
-        _problem("limit-wider", f"/limits/{name}",
-                 f"{name} {_number(value)} is wider than {_number(ceiling(manifest, name))}")
+        _problem(
+            "limit-wider",
+            f"/limits/{name}",
+            f"{name} {_number(value)} is wider than {_number(ceiling(manifest, name))}",
+        )
         for name, value in choices.limits.items()
         if value is not None and value > ceiling(manifest, name)
-    ]  # fmt: skip
+    ]
     if choices.budget is not None:
         money = _money(choices.budget)
         if money is None or money[1] != currency:

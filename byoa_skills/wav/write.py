@@ -22,10 +22,20 @@ def wav_from_int16(samples: ArrayLike) -> bytes:
         raise ValueError(f"samples must be int16, not {pcm.dtype}")
     data = pcm.astype("<i2", copy=False).tobytes()
     header = _HEADER.pack(
-        b"RIFF", 36 + len(data), b"WAVE",
-        b"fmt ", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * 2, 2, 16,
-        b"data", len(data),
-    )  # fmt: skip
+        b"RIFF",
+        36 + len(data),
+        b"WAVE",
+        b"fmt ",
+        16,
+        1,
+        1,
+        SAMPLE_RATE,
+        SAMPLE_RATE * 2,
+        2,
+        16,
+        b"data",
+        len(data),
+    )
     return header + data
 
 

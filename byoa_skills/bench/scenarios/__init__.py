@@ -32,9 +32,26 @@ from byoa_skills.bench.scenarios import (
 
 #: Every scenario, in run order (direct and floor before the engine: its ratios need them).
 _ORDER = (
-    wav, direct, floor, cold, engine, memory, idle, peer, gpu, link, text, judge, batch, store,
-    accuracy, longform, longmemory, encoder, tune,
-)  # fmt: skip
+    wav,
+    direct,
+    floor,
+    cold,
+    engine,
+    memory,
+    idle,
+    peer,
+    gpu,
+    link,
+    text,
+    judge,
+    batch,
+    store,
+    accuracy,
+    longform,
+    longmemory,
+    encoder,
+    tune,
+)
 SCENARIOS: dict[str, ModuleType] = {module.NAME: module for module in _ORDER}
 #: Scenarios a run without names leaves out: ``tune`` changes the user's config;
 #: ``longmemory`` sends hours of audio; ``encoder`` compares encoder backends, a question

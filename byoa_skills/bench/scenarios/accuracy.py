@@ -223,11 +223,12 @@ def summarize(by_way: dict[str, list[Heard]]) -> dict[str, Any]:
                 "calls": len(calls),
                 "clips": len({h.call.record["file"] for h in calls}),
                 "ways": {
-                    way: tally([h for h in heard if h.call.part == part
-                                and kind in (h.call.kind, "all")])
+                    way: tally(
+                        [h for h in heard if h.call.part == part and kind in (h.call.kind, "all")]
+                    )
                     for way, heard in by_way.items()
                 },
-            }  # fmt: skip
+            }
         figures["parts"][part] = groups
     main = parts[0]
     top = figures["parts"][main]["all"]
@@ -263,11 +264,12 @@ def run(ctx: Context) -> dict[str, Any]:
     # answers are the whole window's, decoded once
     same = engine == ways["whole"]
     backends = {
-        way: load_backend(ctx.model_dir, model_name=ctx.settings.model, cpu_threads=1,
-                          options=options)
+        way: load_backend(
+            ctx.model_dir, model_name=ctx.settings.model, cpu_threads=1, options=options
+        )
         for way, options in ways.items()
         if not (same and way == "engine")
-    }  # fmt: skip
+    }
     heard_by = set(backends["whole"].languages)
     records = [r for r in real_records() if r["language"] in heard_by]
     calls = plan(records, ctx.settings.quick)
@@ -281,8 +283,9 @@ def run(ctx: Context) -> dict[str, Any]:
     if same:
         by_way["engine"] = by_way["whole"]
     figures = summarize(by_way)
-    figures["variants"] = [r.name for r in RECIPES if not ctx.settings.quick
-                           or r.name in QUICK_RECIPES]  # fmt: skip
+    figures["variants"] = [
+        r.name for r in RECIPES if not ctx.settings.quick or r.name in QUICK_RECIPES
+    ]
     figures["parts_judged"] = [p for p in PARTS if p in figures["parts"]]
     figures["engine_is_whole_window"] = same
     return figures

@@ -28,10 +28,14 @@ def configurations(ctx: Context) -> list[dict[str, Any]]:
     """The engine set-ups compared: ``workers``, ``threads``, ``batch``, ``encoder``."""
     cores = ctx.cores
     every = [
-        (ctx.workers, 1, 1, 30.0), (ctx.workers, 1, 4, 30.0), (1, cores, 4, 30.0),
-        (1, cores, 8, 30.0), (ctx.workers, 1, 1, 15.0), (ctx.workers, 1, 4, 15.0),
+        (ctx.workers, 1, 1, 30.0),
+        (ctx.workers, 1, 4, 30.0),
+        (1, cores, 4, 30.0),
+        (1, cores, 8, 30.0),
+        (ctx.workers, 1, 1, 15.0),
+        (ctx.workers, 1, 4, 15.0),
         (1, cores, 8, 15.0),
-    ]  # fmt: skip
+    ]
     if ctx.settings.quick:
         every = [every[0], every[6]]  # the default unbatched; one process batching, short window
     unique = list(dict.fromkeys(every))
@@ -57,9 +61,13 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.reporter.step(f"starting {name}")
         extra = ("--max-batch", str(config["batch"]), "--encoder-seconds", str(config["encoder"]))
         engine = start_engine(
-            ctx.home, ctx.settings.model, workers=config["workers"],
-            threads=config["threads"], log_name="batch.log", extra=extra,
-        )  # fmt: skip
+            ctx.home,
+            ctx.settings.model,
+            workers=config["workers"],
+            threads=config["threads"],
+            log_name="batch.log",
+            extra=extra,
+        )
         try:
             engine.wait_ready()
             results[name] = {**config, **asyncio.run(_measure(ctx, engine, payloads, sets))}
@@ -88,8 +96,9 @@ async def _measure(
             return (await engine.call(session, payloads[label])).waited
 
         await call("1s")  # a first call on a fresh engine is not counted
-        latency = await by_clip(call, LABELS, ctx.settings.repeats, ctx.settings.rounds,
-                                ctx.reporter.advance)  # fmt: skip
+        latency = await by_clip(
+            call, LABELS, ctx.settings.repeats, ctx.settings.rounds, ctx.reporter.advance
+        )
         throughput = {}
         for name, labels in sets.items():
             throughput[name], _ = await saturate(call, labels, IN_FLIGHT)

@@ -47,8 +47,13 @@ def _worker(
 
     floats = {key: (s.astype(np.float32) / 32768, lang) for key, (s, lang) in clips.items()}
     options = engine_decode_options(DEFAULT_ENCODER_SECONDS, name) if way == "engine" else None
-    backend = load_backend(model_dir, model_name=name, device=device, cpu_threads=threads,
-                           options=options or DecodeOptions())  # fmt: skip
+    backend = load_backend(
+        model_dir,
+        model_name=name,
+        device=device,
+        cpu_threads=threads,
+        options=options or DecodeOptions(),
+    )
     backend.transcribe(*floats[next(iter(floats))])  # the warm-up the pool's workers run
     out.put(("ready", 0.0))
     while (key := jobs.get()) is not None:

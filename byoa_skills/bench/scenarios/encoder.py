@@ -62,10 +62,14 @@ def run(ctx: Context) -> dict[str, Any]:
     for window in WINDOWS:
         outputs = {b: [encoders[2][b](_window(f, window)) for f in features] for b in backends}
         for backend in backends:
-            agreement[backend][f"{window:g}"] = float(np.mean([
-                _cosines(out, ref).mean()
-                for out, ref in zip(outputs[backend], outputs[REFERENCE], strict=True)
-            ]))  # fmt: skip
+            agreement[backend][f"{window:g}"] = float(
+                np.mean(
+                    [
+                        _cosines(out, ref).mean()
+                        for out, ref in zip(outputs[backend], outputs[REFERENCE], strict=True)
+                    ]
+                )
+            )
 
     times: dict[str, dict[str, dict[str, list[list[float]]]]] = {
         b: {f"{t}": {f"{w:g}": [] for w in WINDOWS} for t in THREADS} for b in backends

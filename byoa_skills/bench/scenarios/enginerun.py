@@ -51,8 +51,9 @@ def running(ctx: Context, device: str = "cpu") -> EngineProcess:
 def bodies(ctx: Context) -> dict[str, bytes]:
     """The JSON body of a call for each clip (the 1 s / 5 s / 15 s labels and the real
     clips' keys), in its language."""
-    return {key: json_body(skill_body(samples, ctx.language(key)))
-            for key, samples in ctx.clips.items()}  # fmt: skip
+    return {
+        key: json_body(skill_body(samples, ctx.language(key))) for key, samples in ctx.clips.items()
+    }
 
 
 def groups(ctx: Context) -> dict[str, list[str]]:
@@ -137,10 +138,14 @@ def group_latency_by_window(
                 split[side].append(result.waited)
                 spoken[side].add(languages.get(key, "?"))
         out[name] = {
-            side: {"calls": len(values), "p50": statistics.median(values),
-                   "languages": sorted(spoken[side])}
-            for side, values in split.items() if values
-        }  # fmt: skip
+            side: {
+                "calls": len(values),
+                "p50": statistics.median(values),
+                "languages": sorted(spoken[side]),
+            }
+            for side, values in split.items()
+            if values
+        }
     return out
 
 

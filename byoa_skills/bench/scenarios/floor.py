@@ -60,8 +60,14 @@ def run(ctx: Context) -> dict[str, Any]:
         began = time.perf_counter()
         encoded = model.encode(view, to_cpu=False)
         # the end token suppressed: exactly ``tokens`` steps, however the window heard it
-        model.generate(encoded, [prompt], beam_size=1, max_length=len(prompt) + tokens,
-                       suppress_blank=True, suppress_tokens=[-1, end])  # fmt: skip
+        model.generate(
+            encoded,
+            [prompt],
+            beam_size=1,
+            max_length=len(prompt) + tokens,
+            suppress_blank=True,
+            suppress_tokens=[-1, end],
+        )
         return time.perf_counter() - began
 
     prepared = []
@@ -72,8 +78,12 @@ def run(ctx: Context) -> dict[str, Any]:
             features = extractor(clip.samples.astype(np.float32) / 32768)
             tokenizer = Tokenizer(hf, model.is_multilingual, "transcribe", clip.language)
             prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
-            whole = model.generate(model.encode(window_of(features, 30.0)), [prompt],
-                                   beam_size=1, max_length=len(prompt) + 224)  # fmt: skip
+            whole = model.generate(
+                model.encode(window_of(features, 30.0)),
+                [prompt],
+                beam_size=1,
+                max_length=len(prompt) + 224,
+            )
             tokens[clip.key] = max(1, len(whole[0].sequences_ids[0]))
             prepared.append((name, clip, window, window_of(features, window), prompt))
     end = tokenizer.eot

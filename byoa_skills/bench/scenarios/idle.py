@@ -51,9 +51,14 @@ def run(ctx: Context) -> dict[str, Any]:
     rounds = max(1, min(3, ctx.settings.repeats))
     ctx.reporter.start(NAME, rounds)
     workers, threads = enginerun.engine_layout(ctx, "cpu")
-    engine = start_engine(ctx.home, ctx.settings.model, workers=workers, threads=threads,
-                          log_name="serve-idle.log",
-                          extra=("--idle-release", f"{IDLE_SECONDS:g}"))  # fmt: skip
+    engine = start_engine(
+        ctx.home,
+        ctx.settings.model,
+        workers=workers,
+        threads=threads,
+        log_name="serve-idle.log",
+        extra=("--idle-release", f"{IDLE_SECONDS:g}"),
+    )
     ctx.cleanups.append(engine.stop)
     try:
         engine.wait_ready()

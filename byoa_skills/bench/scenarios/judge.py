@@ -84,9 +84,15 @@ def run(ctx: Context) -> dict[str, Any]:
     urls = {name: _start_llama(ctx, gguf, name, context) for name in SERVERS}
     path = ctx.home / "config" / "judge-sources.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"sources": [
-        {"name": name, "kind": "openai", "url": url} for name, url in urls.items()
-    ]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "sources": [
+                    {"name": name, "kind": "openai", "url": url} for name, url in urls.items()
+                ]
+            }
+        )
+    )
     times, differing = asyncio.run(_rounds(path, rounds, ctx.reporter.advance, design))
     figures: dict[str, Any] = {
         "model": ctx.settings.judge_model,
@@ -141,8 +147,9 @@ async def _rounds(
 
 async def _one(runtime: TextRuntime, mode: str, question: str, design: str) -> tuple[float, str]:
     """One call in ``mode``: seconds from its start to its whole answer, and the answer."""
-    call = TextCall(f"call/{ALIAS}", [{"role": "user", "content": question}], MAX_TOKENS,
-                    temperature=0.0)  # fmt: skip
+    call = TextCall(
+        f"call/{ALIAS}", [{"role": "user", "content": question}], MAX_TOKENS, temperature=0.0
+    )
     pieces: list[str] = []
 
     async def sink(choice: int, text: str) -> None:
@@ -214,12 +221,32 @@ def _start_llama(ctx: Context, gguf: Path, name: str, context: int) -> str:
     log = (ctx.home / f"judge-{name}.log").open("wb")
     process = spawn(  # SIGKILL: it may not end on SIGTERM while a request runs
         death_signal=signal.SIGKILL,
-        command=[sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
-         ALIAS, "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
-         "--n_ctx", str(context), "--seed", "7", "--interrupt_requests", "False",
-         "--verbose", "False"],
-        stdout=subprocess.DEVNULL, stderr=log,
-    )  # fmt: skip
+        command=[
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf),
+            "--model_alias",
+            ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            "1",
+            "--n_ctx",
+            str(context),
+            "--seed",
+            "7",
+            "--interrupt_requests",
+            "False",
+            "--verbose",
+            "False",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     ctx.cleanups.append(lambda: stop(process, grace=10))
     url = f"http://127.0.0.1:{port}/v1"
     limit = time.monotonic() + 120

@@ -24,9 +24,11 @@ TITLE = "Direct link, site to wallet"
 #: minute would refuse most of the sweep).
 BENCH_MANIFEST = {
     **GEO_MANIFEST,
-    "purpose": {**GEO_MANIFEST["purpose"],
-                "limits": {"maxClipSeconds": 15, "maxCallsPerMinute": MAX_CALLS_PER_MINUTE}},
-}  # fmt: skip
+    "purpose": {
+        **GEO_MANIFEST["purpose"],
+        "limits": {"maxClipSeconds": 15, "maxCallsPerMinute": MAX_CALLS_PER_MINUTE},
+    },
+}
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -57,24 +59,34 @@ def run(ctx: Context) -> dict[str, Any]:
             async def call(label: str) -> float:
                 began = asyncio.get_running_loop().time()
                 body = inputs[label]
-                result = await demo.call(session, "audio.transcribe", body["input"],
-                                         body["params"], timeout=120)  # fmt: skip
+                result = await demo.call(
+                    session, "audio.transcribe", body["input"], body["params"], timeout=120
+                )
                 if result is None:
                     raise RuntimeError("the wallet refused or did not answer a call")
                 return asyncio.get_running_loop().time() - began
 
             ctx.reporter.step("latency by clip length")
-            latency = await by_clip(call, LABELS, ctx.settings.repeats, ctx.settings.rounds,
-                                    ctx.reporter.advance)  # fmt: skip
+            latency = await by_clip(
+                call, LABELS, ctx.settings.repeats, ctx.settings.rounds, ctx.reporter.advance
+            )
             ctx.reporter.step(f"concurrency sweep {list(levels)}")
-            levels_out = await sweep(call, mix(ctx.clips, ctx.settings.calls), levels,
-                                     ctx.settings.rounds, ctx.reporter.advance)  # fmt: skip
+            levels_out = await sweep(
+                call,
+                mix(ctx.clips, ctx.settings.calls),
+                levels,
+                ctx.settings.rounds,
+                ctx.reporter.advance,
+            )
             limit = demo.connections[0].max_parallel_calls if demo.connections else None
         finally:
             await demo.close()
             await runner.cleanup()
-        return {"latency_s": latency, "sweep": [level.to_dict() for level in levels_out],
-                "max_parallel_calls": limit}  # fmt: skip
+        return {
+            "latency_s": latency,
+            "sweep": [level.to_dict() for level in levels_out],
+            "max_parallel_calls": limit,
+        }
 
     figures = asyncio.run(go())
     top = max(figures["sweep"], key=lambda level: level["throughput"])

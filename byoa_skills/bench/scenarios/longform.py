@@ -121,8 +121,9 @@ def run(ctx: Context) -> dict[str, Any]:
     batched_s, batched_text = _direct(ctx, audio, batched=True)
     ctx.reporter.advance()
     ctx.reporter.step("the engine's /v1/audio/transcriptions")
-    engine = start_engine(ctx.home, ctx.settings.model, workers=ctx.workers,
-                          log_name="longform.log")  # fmt: skip
+    engine = start_engine(
+        ctx.home, ctx.settings.model, workers=ctx.workers, log_name="longform.log"
+    )
     ctx.cleanups.append(engine.stop)
     try:
         engine.wait_ready()
@@ -161,8 +162,12 @@ def _direct(ctx: Context, audio: np.ndarray, batched: bool) -> tuple[float, str]
     options = DecodeOptions()
     model = WhisperModel(str(ctx.model_dir), compute_type="int8", cpu_threads=ctx.cores)
     model.transcribe(audio[: SAMPLE_RATE * 2], language="en")  # warm, as the workers are
-    common = {"language": "en", "beam_size": options.beam_size, "without_timestamps": True,
-              "max_new_tokens": options.max_new_tokens}  # fmt: skip
+    common = {
+        "language": "en",
+        "beam_size": options.beam_size,
+        "without_timestamps": True,
+        "max_new_tokens": options.max_new_tokens,
+    }
     began = time.perf_counter()
     if batched:
         pipeline = BatchedInferencePipeline(model)

@@ -135,10 +135,21 @@ def run(ctx: Context) -> dict[str, Any]:
     ctx.reporter.start(NAME, len(steps) + 2)
     engine = EngineProcess.start(
         ctx.home,
-        ["--model", ctx.settings.model, "--workers", str(ctx.workers), "--threads", "1",
-         "--log-level", "warning", "--idle-release", "0"],
-        env={"BYOA_SKILLS_MAX_UPLOAD_MB": "200"}, log_name="longmemory.log",
-    )  # fmt: skip
+        [
+            "--model",
+            ctx.settings.model,
+            "--workers",
+            str(ctx.workers),
+            "--threads",
+            "1",
+            "--log-level",
+            "warning",
+            "--idle-release",
+            "0",
+        ],
+        env={"BYOA_SKILLS_MAX_UPLOAD_MB": "200"},
+        log_name="longmemory.log",
+    )
     ctx.cleanups.append(engine.stop)
     try:
         engine.wait_ready()
@@ -254,8 +265,9 @@ async def _leave_all(
     engine: EngineProcess, data: bytes, name: str, count: int, stays: float
 ) -> list[str]:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session:
-        return list(await asyncio.gather(*(_stay(session, engine, data, name, stays)
-                                           for _ in range(count))))  # fmt: skip
+        return list(
+            await asyncio.gather(*(_stay(session, engine, data, name, stays) for _ in range(count)))
+        )
 
 
 async def _stay(
@@ -315,8 +327,11 @@ async def _send(
     )
     if status != 200:
         return {"status": status, "code": body.get("error", {}).get("code")}
-    return {"status": 200, "words": len(str(body.get("text", "")).split()),
-            "seconds": body.get("usage", {}).get("seconds")}  # fmt: skip
+    return {
+        "status": 200,
+        "words": len(str(body.get("text", "")).split()),
+        "seconds": body.get("usage", {}).get("seconds"),
+    }
 
 
 def _reset_high_water(pid: int) -> bool:

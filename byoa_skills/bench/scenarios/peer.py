@@ -152,8 +152,11 @@ def run(ctx: Context) -> dict[str, Any]:
         levels_out = await sweep(
             call, ctx.real_mix(settings.calls), levels, settings.rounds, ctx.reporter.advance
         )
-        return {"latency_s": latency, "group_latency_s": by_groups,
-                "sweep": [level.to_dict() for level in levels_out]}  # fmt: skip
+        return {
+            "latency_s": latency,
+            "group_latency_s": by_groups,
+            "sweep": [level.to_dict() for level in levels_out],
+        }
 
     figures = asyncio.run(go())
     figures["start_to_ready_s"] = ready_s

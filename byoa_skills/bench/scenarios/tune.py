@@ -60,9 +60,13 @@ def run(ctx: Context) -> dict[str, Any]:
         key = layout_name(workers, threads, batch)
         ctx.reporter.step(f"serve {key}")
         engine = start_engine(
-            ctx.home, ctx.settings.model, workers=workers, threads=threads,
-            log_name="tune.log", extra=("--max-batch", str(batch)),
-        )  # fmt: skip
+            ctx.home,
+            ctx.settings.model,
+            workers=workers,
+            threads=threads,
+            log_name="tune.log",
+            extra=("--max-batch", str(batch)),
+        )
         try:
             engine.wait_ready()
             measured = asyncio.run(_measure(engine, payloads, labels, 2 * ctx.cores))
@@ -73,11 +77,15 @@ def run(ctx: Context) -> dict[str, Any]:
     best = choose(figures)
     chosen = figures[best]
     layout = TunedLayout(
-        workers=chosen["workers"], threads=chosen["threads"], max_batch=chosen["batch"],
-        cores=ctx.cores, figures={key: {"throughput": f["throughput"],
-                                        "latencyC1P50": f["latency_c1_s"]["p50"]}
-                                  for key, f in figures.items()},
-    )  # fmt: skip
+        workers=chosen["workers"],
+        threads=chosen["threads"],
+        max_batch=chosen["batch"],
+        cores=ctx.cores,
+        figures={
+            key: {"throughput": f["throughput"], "latencyC1P50": f["latency_c1_s"]["p50"]}
+            for key, f in figures.items()
+        },
+    )
     kept = write_tuned(ctx.settings.model, "cpu", layout, ctx.layout_path)
     ctx.reporter.note(f"tune: chose {layout.describe()} for {ctx.settings.model}; kept in {kept}")
     return {"candidates": figures, "best": best, "kept_in": str(kept), "model": ctx.settings.model}

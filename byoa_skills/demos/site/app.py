@@ -48,8 +48,9 @@ async def new_code(request: web.Request) -> web.Response:
     """``POST /byoa/code``: ``{session, link}``, or 429 over the per-address limit."""
     issued = request.app[DEMO_KEY].new_code(client_address(request))
     if issued is None:
-        return web.json_response({"error": "too-many-codes"}, status=429,
-                                 headers={"Retry-After": "60"})  # fmt: skip
+        return web.json_response(
+            {"error": "too-many-codes"}, status=429, headers={"Retry-After": "60"}
+        )
     session, link = issued
     return web.json_response({"session": session, "link": link})
 

@@ -170,8 +170,9 @@ class SiteDemo:
         if connection is None:
             return None
         self._next_id += 1
-        return await connection.call(self._next_id, skill, skill_input,
-                                     params if params is not None else {}, timeout)  # fmt: skip
+        return await connection.call(
+            self._next_id, skill, skill_input, params if params is not None else {}, timeout
+        )
 
     async def transcribe(
         self,
@@ -182,8 +183,9 @@ class SiteDemo:
     ) -> str | None:
         """One clip for the visitor's wallet: the text, or None (then use your own path)."""
         audio = {"mime": "audio/wav", "base64": base64.b64encode(wav_bytes).decode("ascii")}
-        result = await self.call(session, "audio.transcribe", {"audio": audio},
-                                 {"language": language}, timeout)  # fmt: skip
+        result = await self.call(
+            session, "audio.transcribe", {"audio": audio}, {"language": language}, timeout
+        )
         output = result.get("output") if result is not None else None
         text = output.get("text") if isinstance(output, dict) else None
         return text if isinstance(text, str) else None
@@ -245,12 +247,21 @@ class SiteDemo:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 
         report = await hostile_attacks.attack(
-            ws, kind, gone, calls=self.hostile_calls, hold=self.hostile_hold,
+            ws,
+            kind,
+            gone,
+            calls=self.hostile_calls,
+            hold=self.hostile_hold,
             stop_reading=stop_reading,
-        )  # fmt: skip
+        )
         self.attacks.append(report)
-        log.info("event=attack-done kind=%s sent=%d answered=%d closed=%s", kind, report.sent,
-                 report.answered, report.closed_with)  # fmt: skip
+        log.info(
+            "event=attack-done kind=%s sent=%d answered=%d closed=%s",
+            kind,
+            report.sent,
+            report.answered,
+            report.closed_with,
+        )
         with contextlib.suppress(asyncio.TimeoutError, ConnectionError, RuntimeError):
             await asyncio.wait_for(ws.close(), 2.0)
         return ws
@@ -272,8 +283,12 @@ class SiteDemo:
             except asyncio.TimeoutError:
                 await ws.close(code=CLOSE_NO_HELLO.code, message=CLOSE_NO_HELLO.reason)
                 return None
-            if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
-                                WSMsgType.ERROR):  # fmt: skip
+            if message.type in (
+                WSMsgType.CLOSE,
+                WSMsgType.CLOSING,
+                WSMsgType.CLOSED,
+                WSMsgType.ERROR,
+            ):
                 return None
             if message.type != WSMsgType.TEXT:
                 continue
@@ -311,8 +326,11 @@ class SiteDemo:
         if self.hostile == "lies-in-welcome":
             manifest = hostile_attacks.LYING_MANIFEST
         await connection.send(welcome_frame(pairing, manifest))
-        log.info("event=wallet-welcomed pairing=%s… max_parallel_calls=%d",
-                 pairing[:6], connection.max_parallel_calls)  # fmt: skip
+        log.info(
+            "event=wallet-welcomed pairing=%s… max_parallel_calls=%d",
+            pairing[:6],
+            connection.max_parallel_calls,
+        )
         return connection
 
     async def _serve(self, connection: WalletConnection) -> Close | None:
@@ -322,8 +340,12 @@ class SiteDemo:
         ws = connection.ws
         while True:
             message = await ws.receive()
-            if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
-                                WSMsgType.ERROR):  # fmt: skip
+            if message.type in (
+                WSMsgType.CLOSE,
+                WSMsgType.CLOSING,
+                WSMsgType.CLOSED,
+                WSMsgType.ERROR,
+            ):
                 return None
             if message.type != WSMsgType.TEXT:
                 continue
@@ -336,8 +358,11 @@ class SiteDemo:
                 connection.take_chunk(frame)
             elif isinstance(frame, Grant):
                 connection.take_grant(frame)
-                log.info("event=grant-changed pairing=%s… max_parallel_calls=%d",
-                         connection.pairing[:6], connection.max_parallel_calls)  # fmt: skip
+                log.info(
+                    "event=grant-changed pairing=%s… max_parallel_calls=%d",
+                    connection.pairing[:6],
+                    connection.max_parallel_calls,
+                )
             elif isinstance(frame, Bye):
                 connection.said_bye = True
                 return CLOSE_BYE

@@ -176,17 +176,18 @@ async def _never_reads(
 
 
 async def _read_results(
-    ws: web.WebSocketResponse, report: AttackReport, until: Callable[[], bool],
+    ws: web.WebSocketResponse,
+    report: AttackReport,
+    until: Callable[[], bool],
     seconds: float = 120.0,
-) -> None:  # fmt: skip
+) -> None:
     deadline = time.monotonic() + seconds
     while not until() and time.monotonic() < deadline:
         try:
             message = await ws.receive(timeout=max(deadline - time.monotonic(), 0.01))
         except asyncio.TimeoutError:
             return
-        if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
-                            WSMsgType.ERROR):  # fmt: skip
+        if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
             report.closed_with = (ws.close_code, str(message.extra or ""))
             return
         if message.type != WSMsgType.TEXT:

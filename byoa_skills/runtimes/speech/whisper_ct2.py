@@ -138,9 +138,11 @@ class WhisperCT2Backend(SpeechBackend):
             import ctranslate2
 
             self._wide = ctranslate2.models.Whisper(
-                str(self.model_dir), device=self.device, compute_type=self.compute_type,
+                str(self.model_dir),
+                device=self.device,
+                compute_type=self.compute_type,
                 intra_threads=self.wide_threads,
-            )  # fmt: skip
+            )
         self._languages = frozenset(languages)
         self._model = model
 
@@ -212,10 +214,15 @@ class WhisperCT2Backend(SpeechBackend):
             window = min(model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
             seconds = audio.size / SAMPLE_RATE
             pending.append(
-                _Clip(index, features[:, :window], language, seconds,
-                      self.options.first_window(seconds, language),
-                      self.options.beams_for(seconds, language))
-            )  # fmt: skip
+                _Clip(
+                    index,
+                    features[:, :window],
+                    language,
+                    seconds,
+                    self.options.first_window(seconds, language),
+                    self.options.beams_for(seconds, language),
+                )
+            )
         while pending:
             again: list[_Clip] = []
             for group in _groups(pending):
@@ -261,18 +268,27 @@ class WhisperCT2Backend(SpeechBackend):
             transcripts = self._generate(model, output, clips, beams, began, threads)
             retry_beam: list[int] = []
             for position, clip, transcript in zip(positions, clips, transcripts, strict=True):
-                step = guard_step(self.options, clip.window, clip.beams, clip.seconds,
-                                  transcript, clip.unsure_before)  # fmt: skip
+                step = guard_step(
+                    self.options,
+                    clip.window,
+                    clip.beams,
+                    clip.seconds,
+                    transcript,
+                    clip.unsure_before,
+                )
                 if step is None:
                     clip.answer = replace(transcript, attempts=clip.attempts)
                 elif step == "beam":
                     clip.beams, clip.attempts = self.options.beam_size, clip.attempts + 1
                     retry_beam.append(position)
                 else:
-                    again.append(clip.moved(
-                        window=step, attempts=clip.attempts + 1,
-                        unsure_before=agreeable_text(self.options, transcript),
-                    ))  # fmt: skip
+                    again.append(
+                        clip.moved(
+                            window=step,
+                            attempts=clip.attempts + 1,
+                            unsure_before=agreeable_text(self.options, transcript),
+                        )
+                    )
             if retry_beam:  # the same encoder output, decoded with the beam
                 by_beams.setdefault(self.options.beam_size, []).extend(retry_beam)
         return again
@@ -387,8 +403,11 @@ class WhisperCT2Backend(SpeechBackend):
         o = self.options
         vad = None
         if o.vad_filter:
-            vad = {"threshold": o.vad_threshold, "min_silence_duration_ms": o.vad_min_silence_ms,
-                   "speech_pad_ms": o.vad_speech_pad_ms}  # fmt: skip
+            vad = {
+                "threshold": o.vad_threshold,
+                "min_silence_duration_ms": o.vad_min_silence_ms,
+                "speech_pad_ms": o.vad_speech_pad_ms,
+            }
         pieces, info = model.transcribe(
             samples,
             language=language if model.model.is_multilingual else "en",

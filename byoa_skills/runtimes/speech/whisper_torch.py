@@ -90,11 +90,13 @@ class WhisperTorchBackend(SpeechBackend):
             raise ValueError("cpu_threads and max_batch_size must be >= 0")
         options = options if options is not None else GREEDY
         if options.beam_size != 1:
-            raise ValueError(f"the torch backend decodes greedily: beam_size must be 1, got "
-                             f"{options.beam_size}")  # fmt: skip
+            raise ValueError(
+                f"the torch backend decodes greedily: beam_size must be 1, got {options.beam_size}"
+            )
         if options.encoder_seconds is not None:
-            raise ValueError("the torch backend encodes the whole 30 s window: "
-                             "encoder_seconds must be None")  # fmt: skip
+            raise ValueError(
+                "the torch backend encodes the whole 30 s window: encoder_seconds must be None"
+            )
         self.model_dir = Path(model_dir)
         self.name = name if name is not None else self.model_dir.name
         self.device = device

@@ -101,9 +101,14 @@ def default_config() -> SourceConfig:
     ]
     if os.environ.get(OPENROUTER_KEY_ENV):
         sources.append(
-            TextSource("openrouter", "openrouter", OPENROUTER_URL, key_env=OPENROUTER_KEY_ENV,
-                       max_concurrent=8)
-        )  # fmt: skip
+            TextSource(
+                "openrouter",
+                "openrouter",
+                OPENROUTER_URL,
+                key_env=OPENROUTER_KEY_ENV,
+                max_concurrent=8,
+            )
+        )
     return SourceConfig({source.name: source for source in sources})
 
 
@@ -126,8 +131,9 @@ def source_from_json(entry: Any) -> TextSource:
     for key in ("keyEnv", "key"):
         if entry.get(key) is not None and not isinstance(entry[key], str):
             raise SourceConfigError(f"source {name}: {key} must be a string")
-    return TextSource(name, kind, url.rstrip("/"), entry.get("keyEnv"), entry.get("key"),
-                      concurrent, provider)  # fmt: skip
+    return TextSource(
+        name, kind, url.rstrip("/"), entry.get("keyEnv"), entry.get("key"), concurrent, provider
+    )
 
 
 def check_url(url: Any, name: str = "source") -> None:

@@ -39,11 +39,19 @@ async def probe(runtime: TextRuntime, source: TextSource, timeout: float) -> Pro
     try:
         models = await asyncio.wait_for(runtime.list_models(source, fresh=True), timeout)
     except asyncio.TimeoutError:
-        return Probe(source, False, problem=f"source-down: no answer in {timeout:g} s",
-                     seconds=time.monotonic() - began)  # fmt: skip
+        return Probe(
+            source,
+            False,
+            problem=f"source-down: no answer in {timeout:g} s",
+            seconds=time.monotonic() - began,
+        )
     except TextFailure as failure:
-        return Probe(source, False, problem=f"{failure.code}: {failure.message}",
-                     seconds=time.monotonic() - began)  # fmt: skip
+        return Probe(
+            source,
+            False,
+            problem=f"{failure.code}: {failure.message}",
+            seconds=time.monotonic() - began,
+        )
     return Probe(source, True, [m.id for m in models], seconds=time.monotonic() - began)
 
 

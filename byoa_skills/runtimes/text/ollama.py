@@ -57,8 +57,12 @@ class OllamaWire:
         options: dict[str, Any] = {"num_predict": request.max_tokens}
         if request.temperature is not None:
             options["temperature"] = request.temperature
-        body = {"model": request.model, "messages": request.messages,
-                "stream": request.stream, "options": options}  # fmt: skip
+        body = {
+            "model": request.model,
+            "messages": request.messages,
+            "stream": request.stream,
+            "options": options,
+        }
         async with session.post(f"{source.url}/api/chat", json=body) as response:
             if response.status != 200:
                 raise await refusal_of(response, source)

@@ -36,9 +36,11 @@ class OpenAICompatibleWire:
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body of a chat request."""
         body: dict[str, Any] = {
-            "model": request.model, "messages": request.messages,
-            "max_tokens": request.max_tokens, "stream": request.stream,
-        }  # fmt: skip
+            "model": request.model,
+            "messages": request.messages,
+            "max_tokens": request.max_tokens,
+            "stream": request.stream,
+        }
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.top_logprobs:
@@ -97,9 +99,12 @@ class OpenAICompatibleWire:
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             raise TextFailure("upstream-malformed", "the answer has no message content")
-        reply = ChatReply(text=content, finish_reason=_text_or_none(choice.get("finish_reason")),
-                          model=_text_or_none(body.get("model")),
-                          first_tokens=first_tokens(choice.get("logprobs")))  # fmt: skip
+        reply = ChatReply(
+            text=content,
+            finish_reason=_text_or_none(choice.get("finish_reason")),
+            model=_text_or_none(body.get("model")),
+            first_tokens=first_tokens(choice.get("logprobs")),
+        )
         self.take_usage(reply, body.get("usage"))
         return reply
 

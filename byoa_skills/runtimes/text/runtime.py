@@ -111,8 +111,9 @@ class TextRuntime:
         except TextFailure:
             return "local-model"
 
-    async def estimate(self, model: str | None, text_chars: int, max_tokens: int,
-                       choices: int) -> tuple[str, Decimal]:  # fmt: skip
+    async def estimate(
+        self, model: str | None, text_chars: int, max_tokens: int, choices: int
+    ) -> tuple[str, Decimal]:
         """The provider kind and the worst-case cost of a call: every character a prompt
         token, every answer ``max_tokens`` long, at the source's listed prices (nothing for
         a source that lists none, as local ones do)."""
@@ -151,10 +152,12 @@ class TextRuntime:
 
         async def answer() -> list[ChatReply]:
             await self._model_info(source, model_id)
-            return await asyncio.gather(*(
-                self._one(source, model_id, call, index, on_chunk, first_piece, began)
-                for index in range(call.choices)
-            ))  # fmt: skip
+            return await asyncio.gather(
+                *(
+                    self._one(source, model_id, call, index, on_chunk, first_piece, began)
+                    for index in range(call.choices)
+                )
+            )
 
         try:
             replies = await asyncio.wait_for(answer(), call.deadline)
@@ -184,9 +187,15 @@ class TextRuntime:
         raise TextFailure("unknown-model", f"{source.name} has no model {model_id[:80]!r}")
 
     async def _one(
-        self, source: TextSource, model_id: str, call: TextCall, index: int,
-        on_chunk: ChunkHook | None, first_piece: list[float], began: float,
-    ) -> ChatReply:  # fmt: skip
+        self,
+        source: TextSource,
+        model_id: str,
+        call: TextCall,
+        index: int,
+        on_chunk: ChunkHook | None,
+        first_piece: list[float],
+        began: float,
+    ) -> ChatReply:
         async def on_delta(text: str, model: str | None) -> None:
             if model is not None and not _same_model(source, model, model_id):
                 raise TextFailure(  # before any piece of another model's answer is sent
@@ -197,9 +206,14 @@ class TextRuntime:
             if on_chunk is not None:
                 await on_chunk(index, text)
 
-        request = ChatRequest(model_id, call.messages, call.max_tokens, call.temperature,
-                              stream=on_chunk is not None,
-                              top_logprobs=call.top_logprobs)  # fmt: skip
+        request = ChatRequest(
+            model_id,
+            call.messages,
+            call.max_tokens,
+            call.temperature,
+            stream=on_chunk is not None,
+            top_logprobs=call.top_logprobs,
+        )
         async with self._bound(source):
             self._running[source.name] = self._running.get(source.name, 0) + 1
             try:

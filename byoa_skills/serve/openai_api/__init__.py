@@ -92,8 +92,7 @@ def add_openai_routes(
     recordings = None
     if pool is not None:
         line = UploadLine(limits.waiting, limits.waiting_bytes)
-        recordings = RecordingService.on_pool(pool, limits.max_seconds, limits.at_once,
-                                              line=line)  # fmt: skip
+        recordings = RecordingService.on_pool(pool, limits.max_seconds, limits.at_once, line=line)
     app[DOOR] = Door(engine, shim, limits, recordings)
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     app.router.add_post("/v1/audio/translations", translations)

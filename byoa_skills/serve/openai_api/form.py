@@ -52,9 +52,12 @@ class AudioForm:
         if self.response_format in ("verbose_json", "srt", "vtt"):
             timestamps = "word" if "word" in self.granularities else "segment"
         return RecordingOptions(
-            language=self.language, task=task, prompt=self.prompt,
-            temperature=self.temperature, timestamps=timestamps,  # type: ignore[arg-type]
-        )  # fmt: skip
+            language=self.language,
+            task=task,
+            prompt=self.prompt,
+            temperature=self.temperature,
+            timestamps=timestamps,  # type: ignore[arg-type]
+        )
 
 
 async def read_form(
@@ -97,8 +100,9 @@ class _Counter:
     """Every byte received so far, part headers included, within the body's limit and told
     to ``received``."""
 
-    def __init__(self, request: web.Request, limits: UploadLimits,
-                 received: ReceivedHook | None) -> None:  # fmt: skip
+    def __init__(
+        self, request: web.Request, limits: UploadLimits, received: ReceivedHook | None
+    ) -> None:
         self._request = request
         self._limits = limits
         self._received = received
@@ -170,8 +174,16 @@ def _checked(fields: dict[str, list[str]], data: bytes, speech_model: str) -> Au
             require_language(speech_model, language)
         except ModelError as error:
             raise Refused(error.code, error.message) from None
-    return AudioForm(data, model, language, one("prompt") or None, response_format,
-                     granularities, stream == "true", float(temperature or 0))  # fmt: skip
+    return AudioForm(
+        data,
+        model,
+        language,
+        one("prompt") or None,
+        response_format,
+        granularities,
+        stream == "true",
+        float(temperature or 0),
+    )
 
 
 async def _read_part(part: BodyPartReader, limit: int, over: Refused, counted: _Counter) -> bytes:

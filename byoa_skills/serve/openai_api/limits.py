@@ -47,8 +47,9 @@ class UploadLimits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
         if not _finite_positive(self.max_seconds):
-            raise ValueError(f"max_seconds must be a finite number above 0, got "
-                             f"{self.max_seconds!r}")  # fmt: skip
+            raise ValueError(
+                f"max_seconds must be a finite number above 0, got {self.max_seconds!r}"
+            )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> UploadLimits:

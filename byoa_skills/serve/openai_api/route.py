@@ -46,12 +46,18 @@ async def _audio(request: web.Request, task: Task) -> web.StreamResponse:
         options, gone = form.options(task), client_gone(request)
         if form.stream:
             response, outcome = await stream(
-                request, recordings, form.data, options, client_gone=gone, progress=progress,
+                request,
+                recordings,
+                form.data,
+                options,
+                client_gone=gone,
+                progress=progress,
                 place=place,
-            )  # fmt: skip
+            )
         else:
-            heard = await recordings.transcribe(form.data, options, client_gone=gone,
-                                                progress=progress, place=place)  # fmt: skip
+            heard = await recordings.transcribe(
+                form.data, options, client_gone=gone, progress=progress, place=place
+            )
             response = answer(heard, form.response_format, task)
     except Refusal as refusal:
         _report(door, task, refusal.code, progress, began)
@@ -84,11 +90,15 @@ def _report(
     latency = time.monotonic() - began
     seconds = progress.seconds
     door.shim.record_activity(
-        kind="local", client="openai-api", skill=SKILL, task=task, outcome=outcome,
+        kind="local",
+        client="openai-api",
+        skill=SKILL,
+        task=task,
+        outcome=outcome,
         clipSeconds=None if seconds is None else round(seconds, 3),
         pieces=progress.answered if seconds is not None else None,
         latencyMs=round(latency * 1000),
-    )  # fmt: skip
+    )
     measured = {} if seconds is None else {"clipSeconds": round(seconds, 3)}
     facts = {"task": task} if seconds is None else {"task": task, "pieces": progress.answered}
     door.engine.report_outcome(SKILL, outcome, latency, measured=measured, facts=facts)

@@ -37,8 +37,9 @@ async def stream(
     measured; a failure after that is the last event, an ``error`` in OpenAI's shape, and
     one before them (the file refused) is raised as :class:`RecordingFailure`. A client that
     leaves raises :class:`ClientGone`."""
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                           "Cache-Control": "no-cache"})  # fmt: skip
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
     said: list[str] = []
 
     async def send(event: dict[str, Any]) -> None:
@@ -58,9 +59,14 @@ async def stream(
 
     try:
         heard = await recordings.transcribe(
-            data, options, on_measured=begin, on_piece=on_piece, client_gone=client_gone,
-            progress=progress, place=place,
-        )  # fmt: skip
+            data,
+            options,
+            on_measured=begin,
+            on_piece=on_piece,
+            client_gone=client_gone,
+            progress=progress,
+            place=place,
+        )
     except RecordingFailure as failure:  # once the events have begun: the last event
         if not response.prepared:
             raise
@@ -68,7 +74,12 @@ async def stream(
         await send({"type": "error", **error_body(failure.code, failure.message, status)})
         await response.write_eof()
         return response, failure.code
-    await send({"type": "transcript.text.done", "text": " ".join(said),
-                "usage": {"type": "duration", "seconds": round(heard.duration, 3)}})  # fmt: skip
+    await send(
+        {
+            "type": "transcript.text.done",
+            "text": " ".join(said),
+            "usage": {"type": "duration", "seconds": round(heard.duration, 3)},
+        }
+    )
     await response.write_eof()
     return response, "ok"

@@ -46,8 +46,11 @@ log = logging.getLogger("byoa_skills.wallet")
 PAGE_PREFIX = "/wallet"
 API_PREFIX = "/wallet/api/"
 #: The page's files, by the name in its URL.
-FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
-         "style.css": ("style.css", "text/css")}  # fmt: skip
+FILES = {
+    "": ("index.html", "text/html"),
+    "app.js": ("app.js", "text/javascript"),
+    "style.css": ("style.css", "text/css"),
+}
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "

@@ -35,11 +35,15 @@ def sites_view(shim: WalletShim) -> list[dict[str, Any]]:
     unwritten = shim.sites.unwritten()
     switches = shim.judges.store.sites() if shim.judges is not None else {}
     return [
-        {**entry, **origin_view(origin), "pending": origin in unwritten,
-         "judge": switches.get(origin),
-         "grants": [grant_view(g) for g in sorted(grants.get(origin, []), key=_by_age)]}
+        {
+            **entry,
+            **origin_view(origin),
+            "pending": origin in unwritten,
+            "judge": switches.get(origin),
+            "grants": [grant_view(g) for g in sorted(grants.get(origin, []), key=_by_age)],
+        }
         for origin, entry in sorted(entries.items())
-    ]  # fmt: skip
+    ]
 
 
 def grant_view(grant: Grant) -> dict[str, Any]:
@@ -58,10 +62,11 @@ def grant_view(grant: Grant) -> dict[str, Any]:
         "choices": {
             "ceilings": ceilings(grant.manifest),
             "siteLimits": dict(site_limits) if isinstance(site_limits, dict) else {},
-            "currency": grant.currency, "maxExpiryMinutes": minutes_left,
+            "currency": grant.currency,
+            "maxExpiryMinutes": minutes_left,
             "budget": grant.reference.get("budget", {}).get("perSession"),
         },
-    }  # fmt: skip
+    }
 
 
 async def engine_view(engine: SkillEngine) -> dict[str, Any]:
@@ -71,15 +76,24 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
     if pool is not None:
         config = pool.config
         speech.update(
-            model=config.model_name, device=str(config.device), backend=str(config.backend),
-            ready=pool.ready, queued=pool.queue_depth, busy=pool.busy_workers,
-            restarts=pool.restarts, letGo=pool.released,
-            layout={"workers": config.workers, "threads": config.threads_per_worker,
-                    "batch": config.max_batch, "encoderSeconds": config.encoder_window or 30.0,
-                    "idleReleaseSeconds": config.idle_release,
-                    "source": config.layout_source},
+            model=config.model_name,
+            device=str(config.device),
+            backend=str(config.backend),
+            ready=pool.ready,
+            queued=pool.queue_depth,
+            busy=pool.busy_workers,
+            restarts=pool.restarts,
+            letGo=pool.released,
+            layout={
+                "workers": config.workers,
+                "threads": config.threads_per_worker,
+                "batch": config.max_batch,
+                "encoderSeconds": config.encoder_window or 30.0,
+                "idleReleaseSeconds": config.idle_release,
+                "source": config.layout_source,
+            },
             workers=[{"pid": pid, "rssMib": _rss_mib(pid)} for pid in pool.worker_pids()],
-        )  # fmt: skip
+        )
     sources: list[dict[str, Any]] = []
     if engine.text is not None:
         try:
@@ -88,10 +102,15 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
             sources.append({"name": "-", "up": False, "problem": failure.message})
             configured = []
         for probe in await probe_all(engine.text, configured, SOURCE_PROBE_SECONDS):
-            sources.append({
-                "name": probe.source.name, "kind": probe.source.kind, "up": probe.answers,
-                "models": len(probe.models), "problem": probe.problem,
-            })  # fmt: skip
+            sources.append(
+                {
+                    "name": probe.source.name,
+                    "kind": probe.source.kind,
+                    "up": probe.answers,
+                    "models": len(probe.models),
+                    "problem": probe.problem,
+                }
+            )
     return {"speech": speech, "textSources": sources, "frontRssMib": _rss_mib(os.getpid())}
 
 
