@@ -1,7 +1,13 @@
-"""Shared fixtures: a model cache and one warm engine for the whole session."""
+"""Shared fixtures: a model cache and one warm engine for the whole session.
+
+``--encoder SETTING`` (or ``$BYOA_SKILLS_ENCODER``) runs every engine and backend whose
+encoder is ``auto`` on that encoder instead (``ctranslate2``, ``openvino-f32``,
+``openvino-bf16``); ``-m encoder`` picks the tests whose outcome depends on the encoder.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +16,29 @@ from engine import Engine, start_engine
 from llama import LlamaServer, start_llama
 
 from byoa_skills.models import ensure_model
+from byoa_skills.runtimes.speech.encoder_choice import (
+    ENCODER_BACKENDS,
+    ENCODER_ENV,
+    choose_encoder,
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--encoder",
+        choices=ENCODER_BACKENDS,
+        help=f"the encoder that stands in for auto in every engine and backend (${ENCODER_ENV})",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    forced = config.getoption("--encoder")
+    if forced:
+        os.environ[ENCODER_ENV] = forced  # the engines the tests start inherit it
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"encoder for auto: {choose_encoder('auto').label}"
 
 
 @pytest.fixture(scope="session")

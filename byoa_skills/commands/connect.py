@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 
+from byoa_skills.commands.running_engine import find_running_engine
 from byoa_skills.commands.serve import (
     add_engine_arguments,
     add_retention_arguments,
@@ -88,7 +89,15 @@ def run(args: argparse.Namespace) -> int:
     if decision == "decline":
         return _refuse(activity, origin, "declined", "declined")
     token = api_token(args.token)
-    handed = asyncio.run(_hand_over(args.port, token, args.link, decision))
+    where = find_running_engine(None, "connect")  # this home's engine, where its record says
+    if not where.running:
+        where = find_running_engine(args.port, "connect")
+    if where.state == "unreachable":
+        print(f"byoa-skills connect: {where.message}", file=sys.stderr)
+        return EXIT_REFUSED
+    handed = None
+    if where.running:
+        handed = asyncio.run(_hand_over(str(where.url), token, args.link, decision))
     if handed is None:  # no engine runs: this process becomes it
         return run_engine(args, links=[(args.link, decision)])
     print(json.dumps(handed))
@@ -126,9 +135,8 @@ def _ask() -> str:
             return _ANSWERS[answer.strip().lower()]
 
 
-async def _hand_over(port: int, token: str, link: str, decision: str) -> dict[str, Any] | None:
-    """The running engine's answer to the link, or None when no engine answers on ``port``."""
-    url = f"http://127.0.0.1:{port}"
+async def _hand_over(url: str, token: str, link: str, decision: str) -> dict[str, Any] | None:
+    """The answer of the engine at ``url`` to the link, or None when no engine answers."""
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=CONSENT_SECONDS + 60)  # the visitor may take 120 s
     async with aiohttp.ClientSession(timeout=timeout) as session:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,16 +54,6 @@ def run_models(args: argparse.Namespace) -> int:
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if exc.code in _USAGE_CODES else 1
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``models`` on its own, e.g. ``python -m byoa_skills.models list``."""
-    parser = argparse.ArgumentParser(
-        prog="byoa-skills models",
-        description="List the known speech models, pull one into the cache, verify the cache.",
-    )
-    _add_commands(parser)
-    return run_models(parser.parse_args(argv))
 
 
 def _add_commands(parser: argparse.ArgumentParser) -> None:
@@ -256,7 +246,3 @@ def progress_bar() -> Iterator[ProgressFn | None]:
 
 def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -39,6 +39,7 @@ from byoa_skills.pool import (
 from byoa_skills.pool.tuned import TunedLayout, read_tuned
 from byoa_skills.runtimes.text import TextRuntime
 from byoa_skills.serve.app import HEADER_READ_SECONDS, LOOPBACK_HOSTS, build_app
+from byoa_skills.serve.engine_record import EngineRecord, remove_record, write_record
 from byoa_skills.serve.metrics import EngineMetrics
 from byoa_skills.serve.openai_api import UploadLimits
 from byoa_skills.serve.token import TOKEN_ENV, UnsafePathError, load_or_create_token
@@ -289,10 +290,15 @@ async def serve(
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    stop = asyncio.Event()
+    record = _record_where_listening(host, runner)
+    stop, hurry = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:  # the first stops, the second hurries (drain, clean-up)
+        (hurry if stop.is_set() else stop).set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, on_signal)
     log.info(
         "event=listening url=http://%s:%d workers=%d threads=%d batch=%d layout=%r "
         "model=%s device=%s",
@@ -318,34 +324,47 @@ async def serve(
                 answer = await intake.take(link, decision)
                 print(f"byoa-skills: link {_link_outcome(answer)}", file=sys.stderr, flush=True)
             await stop.wait()
-            await _drain(pool)
+            consents.close()  # a stop never waits on the visitor
+            await _drain(pool, hurry)
         else:
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError, WorkerStartFailed):
                 await starting
     finally:
-        await intake.close()
-        await text.close()
-        await pool.close()
-        await runner.cleanup()
-        await asyncio.to_thread(database.close)  # what is queued is committed
+        consents.close()
+        stopping.cancel()
+
+        async def clean_up() -> None:
+            await intake.close()
+            await text.close()
+            await pool.close()
+            remove_record(record)
+            await runner.cleanup()
+            await asyncio.to_thread(database.close)  # what is queued is committed
+
+        cleaning = asyncio.create_task(clean_up())
+        hurrying = asyncio.create_task(hurry.wait())
+        await asyncio.wait({cleaning, hurrying}, return_when=asyncio.FIRST_COMPLETED)
+        hurrying.cancel()
+        if not cleaning.done():  # a second signal: end now, leaving no worker and no memory
+            log.warning("event=stopped-at-once")
+            pool.kill_now()
+            remove_record(record)
+            os._exit(128 + signal.SIGTERM)
+        cleaning.result()
         log.info("event=stopped")
 
 
-async def _drain(pool: WorkerPool) -> None:
+async def _drain(pool: WorkerPool, hurry: asyncio.Event) -> None:
     """Let the calls taken finish (:meth:`WorkerPool.drain`), from whatever state the pool is
-    in; a second SIGTERM or SIGINT meanwhile stops waiting for them (they are answered
-    ``shutting-down`` as the pool closes)."""
+    in; a second SIGTERM or SIGINT (``hurry``) meanwhile stops waiting for them (they are
+    answered ``shutting-down`` as the pool closes)."""
     log.info(
         "event=draining queued=%d busy=%d life=%s",
         pool.queue_depth,
         pool.busy_workers,
         pool.life.value,
     )
-    hurry = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, hurry.set)
     draining = asyncio.create_task(pool.drain())
     hurrying = asyncio.create_task(hurry.wait())
     try:
@@ -356,6 +375,18 @@ async def _drain(pool: WorkerPool) -> None:
             log.warning("event=drain-cut queued=%d busy=%d", pool.queue_depth, pool.busy_workers)
             draining.cancel()
         await asyncio.gather(draining, hurrying, return_exceptions=True)
+
+
+def _record_where_listening(host: str, runner: web.AppRunner) -> EngineRecord:
+    """Write this engine's record in the home it serves (the port it bound, ``--port 0``
+    included), for the commands that talk to it; a record that cannot be written is logged,
+    and the engine serves on (those commands then need ``--port``)."""
+    record = EngineRecord.this_process(host, int(runner.addresses[0][1]))
+    try:
+        write_record(record)
+    except OSError as error:
+        log.warning("event=record-not-written error=%r", str(error))
+    return record
 
 
 def _say_store(status: StoreStatus) -> None:

@@ -12,9 +12,13 @@ from typing import Any
 
 import aiohttp
 
-from byoa_skills.commands.serve import DEFAULT_PORT, api_token
+from byoa_skills.commands.running_engine import (
+    EXIT_NOT_TOLD,
+    add_finding_options,
+    find_running_engine,
+)
+from byoa_skills.commands.serve import api_token
 from byoa_skills.consent.site_changes import SiteChanges, store_shim
-from byoa_skills.serve.token import TOKEN_ENV
 from byoa_skills.store.errors import StoreError
 from byoa_skills.store.sites import SiteStore
 from byoa_skills.wallet_shim.grants import GrantRefusal
@@ -65,8 +69,7 @@ def add_limits_parser(actions: argparse._SubParsersAction) -> None:
         metavar="CODES",
         help="the model codes to keep, comma-separated (e.g. m1): the others are unticked",
     )
-    limits.add_argument("--port", type=int, default=DEFAULT_PORT, help="the engine's port")
-    limits.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
+    add_finding_options(limits)
     limits.add_argument("--json", action="store_true", help="print the engine's JSON answer")
     limits.set_defaults(run=run_limits)
 
@@ -87,9 +90,21 @@ def run_limits(args: argparse.Namespace) -> int:
     if choices == {"limits": {}}:
         print("byoa-skills sites limits: name at least one limit to set", file=sys.stderr)
         return EXIT_USAGE
-    answer = asyncio.run(_send(args.port, api_token(args.token), args.origin, choices))
-    if answer is None:  # no engine runs: the same owner, on the store (read at start)
+    where = find_running_engine(args.port, "sites limits")
+    if where.state == "unreachable":
+        print(f"byoa-skills sites limits: {where.message}: nothing changed", file=sys.stderr)
+        return EXIT_NOT_TOLD
+    if where.running:
+        answer = asyncio.run(_send(str(where.url), api_token(args.token), args.origin, choices))
+        if answer is None:
+            print(f"byoa-skills sites limits: {where.message} did not answer", file=sys.stderr)
+            return EXIT_NOT_TOLD
+    else:  # no engine runs: the same owner, on the store (read when an engine starts)
         answer = in_store(args.origin, choices)
+        if answer.get("ok") and not args.json:
+            print(
+                "no engine running: saved; the site sees it when it next connects", file=sys.stderr
+            )
     if args.json:
         print(json.dumps(answer, indent=2))
     if not answer.get("ok"):
@@ -143,8 +158,7 @@ def _value(kind: type) -> Any:
     return parse
 
 
-async def _send(port: int, token: str, origin: str, choices: dict[str, Any]) -> Any:
-    url = f"http://127.0.0.1:{port}"
+async def _send(url: str, token: str, origin: str, choices: dict[str, Any]) -> Any:
     headers = {"Authorization": f"Bearer {token}"}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         try:
@@ -154,5 +168,5 @@ async def _send(port: int, token: str, origin: str, choices: dict[str, Any]) -> 
                 json={"origin": origin, "choices": choices},
             ) as response:
                 return await response.json(content_type=None)
-        except (aiohttp.ClientError, ValueError):
+        except (aiohttp.ClientError, TimeoutError, ValueError):
             return None

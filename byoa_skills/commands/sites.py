@@ -10,10 +10,15 @@ from typing import Any
 
 import aiohttp
 
-from byoa_skills.commands.serve import DEFAULT_PORT, api_token
+from byoa_skills.commands.running_engine import (
+    EXIT_NOT_TOLD,
+    add_finding_options,
+    find_running_engine,
+)
+from byoa_skills.commands.serve import api_token
 from byoa_skills.commands.site_limits import add_limits_parser
 from byoa_skills.consent.site_changes import SiteChanges, store_shim
-from byoa_skills.serve.token import TOKEN_ENV
+from byoa_skills.serve.engine_record import EngineLocation
 from byoa_skills.store.sites import SiteEntry, SiteListError, SiteStore, normalize_origin
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
@@ -32,8 +37,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "sites",
         help="the sites that asked for your AI: list, pause, resume, block, forget",
         description=(
-            "The site list. A site is known by its origin (https://game.example.org). "
-            "Exit 0 when done, 1 when there was nothing to do, 2 for a usage error."
+            "The site list. A site is known by its origin (https://game.example.org). A "
+            "change goes to the running engine (found by its record in this home, or at "
+            "--port), which tells the connected site at once; with no engine running it is "
+            "saved, and the site sees it when it next connects. Exit 0 when done, 1 when "
+            "there was nothing to do, 2 for a usage error, 3 when an engine runs but could "
+            "not be told (nothing changed)."
         ),
     )
     actions = sites.add_subparsers(dest="sites_command", metavar="COMMAND", required=True)
@@ -48,60 +57,50 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for name, text in helps.items():
         action = actions.add_parser(name, help=text)
         action.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
-        _engine_options(action)
+        add_finding_options(action)
     own = actions.add_parser(
         "decide-on-my-own",
         help="let the wallet come back to a site after a drop without asking (on), or not (off)",
     )
     own.add_argument("origin", metavar="ORIGIN", help="e.g. https://game.example.org")
     own.add_argument("setting", choices=("on", "off"))
-    _engine_options(own)
+    add_finding_options(own)
     add_limits_parser(actions)
     sites.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Do the ``sites`` subcommand; 0 done, 1 nothing to do, 2 usage error or unreadable list."""
+    """Do the ``sites`` subcommand; 0 done, 1 nothing to do, 2 usage error or unreadable list,
+    3 an engine runs but could not be told (nothing changed)."""
     store = SiteStore()
     try:
         if args.sites_command == "list":
             _print_list(store.list(), args.json)
             return EXIT_OK
         origin = normalize_origin(args.origin)
-        told = _through_engine(args, origin)
-        if told is None:  # no engine runs: the same owner, on the store (read at start)
+        where = find_running_engine(args.port, "sites")
+        if where.state == "unreachable":
+            print(f"byoa-skills sites: {where.message}: nothing changed", file=sys.stderr)
+            return EXIT_NOT_TOLD
+        if where.running:
+            told = asyncio.run(_post(str(where.url), args, _body(args, origin)))
+        else:  # no engine runs: the same owner, on the store (read when an engine starts)
             told = _in_store(store, args, origin)
-        return _said(args, origin, told)
+        return _said(args, origin, told, where)
     except (ValueError, SiteListError, OSError) as error:
         print(f"byoa-skills: {error}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _engine_options(action: argparse.ArgumentParser) -> None:
-    action.add_argument(
-        "--port",
-        type=int,
-        default=DEFAULT_PORT,
-        help="the running engine's port (none answers: the store)",
-    )
-    action.add_argument("--token", help=f"the API token (default: ${TOKEN_ENV}, else the file)")
 
 
 def _setting(args: argparse.Namespace) -> bool | None:
     return args.setting == "on" if args.sites_command == "decide-on-my-own" else None
 
 
-def _through_engine(args: argparse.Namespace, origin: str) -> dict[str, Any] | None:
-    """The running engine's answer to the change (it releases or narrows the site's grants
-    and tells the site), or None when no engine answers on the port, or no port is given
-    (then the store is written here, and the engine reads it when it starts)."""
-    port = getattr(args, "port", None)
-    if port is None:
-        return None
+def _body(args: argparse.Namespace, origin: str) -> dict[str, Any]:
     body: dict[str, Any] = {"action": args.sites_command, "origin": origin}
     if args.sites_command == "decide-on-my-own":
         body["setting"] = _setting(args)
-    return asyncio.run(_post(port, args, body))
+    return body
 
 
 def _in_store(store: SiteStore, args: argparse.Namespace, origin: str) -> dict[str, Any]:
@@ -115,46 +114,46 @@ def _in_store(store: SiteStore, args: argparse.Namespace, origin: str) -> dict[s
     return done.to_json()
 
 
-async def _post(port: int, args: argparse.Namespace, body: dict[str, Any]) -> Any:
-    url = f"http://127.0.0.1:{port}"
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-        try:
-            async with session.get(f"{url}/health"):
-                pass
-        except aiohttp.ClientError:
-            return None
-        headers = {"Authorization": f"Bearer {api_token(getattr(args, 'token', None))}"}
-        try:
-            async with session.post(
-                f"{url}/v1/sites/change", json=body, headers=headers
-            ) as response:
-                return await response.json(content_type=None)
-        except (aiohttp.ClientError, ValueError):
-            return {"ok": False, "code": "no-answer", "message": "the engine did not answer"}
+async def _post(url: str, args: argparse.Namespace, body: dict[str, Any]) -> Any:
+    headers = {"Authorization": f"Bearer {api_token(getattr(args, 'token', None))}"}
+    timeout = aiohttp.ClientTimeout(total=30)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(f"{url}/v1/sites/change", json=body, headers=headers) as response,
+        ):
+            return await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return {"ok": False, "code": "no-answer", "message": "the engine did not answer"}
 
 
-def _said(args: argparse.Namespace, origin: str, answer: dict[str, Any]) -> int:
-    """Print what the engine (or the store) did; the exit status."""
+def _said(
+    args: argparse.Namespace, origin: str, answer: dict[str, Any], where: EngineLocation
+) -> int:
+    """Print what the engine (or the store) did, and who was told; the exit status."""
     if not answer.get("ok"):
-        print(
-            f"byoa-skills: refused: {answer.get('code')}: {answer.get('message')}", file=sys.stderr
-        )
-        return EXIT_USAGE
+        code = answer.get("code")
+        print(f"byoa-skills: refused: {code}: {answer.get('message')}", file=sys.stderr)
+        return EXIT_NOT_TOLD if code == "no-answer" else EXIT_USAGE
     if args.sites_command == "decide-on-my-own":
-        done, nothing = (
-            f"decide on my own: {args.setting} for {origin}",
-            (f"decide on my own is already {args.setting} for {origin}"),
-        )
+        done = f"decide on my own: {args.setting} for {origin}"
+        nothing = f"decide on my own is already {args.setting} for {origin}"
     else:
         verb, already = _CHANGES[args.sites_command]
         done, nothing = f"{verb} {origin}", f"{origin} {already}"
     if answer.get("pending"):
         print(f"byoa-skills: in force, not yet written: {answer.get('message')}", file=sys.stderr)
-    if answer.get("changed"):
-        print(done)
-        return EXIT_OK
-    print(nothing, file=sys.stderr)
-    return EXIT_NOTHING
+    if not answer.get("changed"):
+        print(nothing, file=sys.stderr)
+        return EXIT_NOTHING
+    print(done)
+    if not where.running:
+        print("no engine running: saved; the site sees it when it next connects", file=sys.stderr)
+    elif answer.get("told"):
+        print(f"told the connected site ({where.message})", file=sys.stderr)
+    else:
+        print(f"in force in {where.message}; the site is not connected now", file=sys.stderr)
+    return EXIT_OK
 
 
 def _print_list(entries: list[SiteEntry], as_json: bool) -> None:

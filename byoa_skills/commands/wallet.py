@@ -8,8 +8,8 @@ import sys
 
 import aiohttp
 
-from byoa_skills.commands.serve import DEFAULT_PORT, api_token
-from byoa_skills.serve.token import TOKEN_ENV
+from byoa_skills.commands.running_engine import add_finding_options, find_running_engine
+from byoa_skills.commands.serve import api_token
 from byoa_skills.serve.wallet.opener import BROWSER_ENV, open_page
 
 EXIT_OK, EXIT_NO_ENGINE, EXIT_USAGE = 0, 1, 2
@@ -27,28 +27,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "2 usage error."
         ),
     )
-    command.add_argument("--port", type=int, default=DEFAULT_PORT, help="the engine's port")
     command.add_argument(
         "--print",
         dest="print_only",
         action="store_true",
         help="print the page's address (with its ticket) instead of opening a browser",
     )
-    command.add_argument(
-        "--token", help=f"the API token (default: ${TOKEN_ENV}, else the token file)"
-    )
+    add_finding_options(command)
     command.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Get a ticket and open (or print) the page."""
-    url = asyncio.run(page_url(args.port, api_token(args.token)))
+    where = find_running_engine(args.port, "wallet")
+    url = asyncio.run(page_url(str(where.url), api_token(args.token))) if where.running else None
     if url is None:
-        print(
-            f"byoa-skills wallet: no engine answers on port {args.port}: start "
-            "`byoa-skills serve` first",
-            file=sys.stderr,
-        )
+        said = where.message if not where.running else f"{where.message} gave no ticket"
+        print(f"byoa-skills wallet: {said}: start `byoa-skills serve` first", file=sys.stderr)
         return EXIT_NO_ENGINE
     if args.print_only:
         print(url)
@@ -58,14 +53,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def page_url(port: int, token: str) -> str | None:
-    """The wallet page's address with a fresh ticket, or None when no engine answers."""
+async def page_url(engine_url: str, token: str) -> str | None:
+    """The wallet page's address with a fresh ticket from the engine at ``engine_url``, or
+    None when it does not answer with one."""
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=10)
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(f"http://127.0.0.1:{port}/v1/wallet/tickets", headers=headers) as got,
+            session.post(f"{engine_url}/v1/wallet/tickets", headers=headers) as got,
         ):
             if got.status != 200:
                 return None

@@ -94,6 +94,7 @@ class ConsentDesk:
         self._waiting: dict[str, Consent] = {}
         self._listeners: list[Listener] = []
         self._asking_sites: set[str] = set()
+        self._closed = False
 
     def listen(self, listener: Listener) -> None:
         """Tell ``listener`` of every consent opened and closed from now on."""
@@ -114,7 +115,10 @@ class ConsentDesk:
         self, kind: str, origin: str, view: dict[str, Any], check: ChoiceCheck | None = None
     ) -> ConsentAnswer:
         """:meth:`ask`, with the choices the visitor made: ``check`` reads them when the answer
-        comes (an answer whose choices it refuses is refused, and the consent waits on)."""
+        comes (an answer whose choices it refuses is refused, and the consent waits on).
+        Once the desk is closed every ask is ``no-answer`` at once."""
+        if self._closed:
+            return ConsentAnswer(NO_ANSWER)
         if len(self._waiting) >= MAX_CONSENTS_WAITING:
             log.warning(
                 "event=consent-refused kind=%s origin=%s code=%s", kind, origin, TOO_MANY_CONSENTS
@@ -143,6 +147,18 @@ class ConsentDesk:
             self._tell("consent-closed", consent)
         log.info("event=consent-closed id=%s decision=%s", consent.id, decision)
         return ConsentAnswer(decision, consent.choices)
+
+    def close(self) -> int:
+        """The engine stops, and a stop never waits on the visitor: every waiting consent is
+        answered ``no-answer`` now (what its asker does with no answer), and so is every later
+        ask; how many were waiting."""
+        self._closed = True
+        waiting = [c for c in self._waiting.values() if not c.answer.done()]
+        for consent in waiting:
+            consent.answer.set_result(NO_ANSWER)
+        if waiting:
+            log.info("event=consents-closed count=%d", len(waiting))
+        return len(waiting)
 
     def answer(self, consent_id: object, decision: object, choices: object = None) -> bool:
         """Give the visitor's answer to a waiting consent; False when there is no such consent

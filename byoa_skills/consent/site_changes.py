@@ -41,10 +41,12 @@ class Changed:
     changed: bool
     pending: bool = False
     message: str = ""
+    #: The site's live grants told of the change (their links get a ``grant`` frame or end).
+    told: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The answer of the page's and the CLI's route."""
-        shown: dict[str, Any] = {"ok": True, "changed": self.changed}
+        shown: dict[str, Any] = {"ok": True, "changed": self.changed, "told": self.told}
         if self.pending:
             shown.update(pending=True, message=self.message[:300])
         return shown
@@ -98,8 +100,8 @@ class SiteChanges:
             done = Changed(changed)
         except SiteChangePending as pending:  # in force now, written once the store takes it
             done = Changed(pending.changed, pending=True, message=str(pending))
-        self._tell(action, origin)
-        return done
+        told = self._tell(action, origin)
+        return Changed(done.changed, done.pending, done.message, told)
 
     def limits(self, origin: Any, choices: VisitorChoices) -> list[dict[str, Any]]:
         """Narrow every live grant of ``origin`` as the visitor chose (all or none: see
@@ -113,8 +115,10 @@ class SiteChanges:
         kept for its next grant; its summary."""
         return self.shim.change_grant(grant_id, choices)
 
-    def _tell(self, action: str, origin: str) -> None:
+    def _tell(self, action: str, origin: str) -> int:
+        """Tell the site's live grants; how many there were."""
         shim = self.shim
+        live = len(shim.grants.of_origin(origin))
         if action in ("forget", "block"):  # its grants end (a forgotten site's kept ones went)
             for grant in shim.grants.of_origin(origin):
                 shim.release_grant(grant.id)
@@ -122,3 +126,4 @@ class SiteChanges:
                 shim.judges.store.forget_site(origin)
         else:
             shim.tell_site_changed(origin)
+        return live

@@ -20,6 +20,7 @@ from byoa_skills.runtimes.speech.encoder_choice import (
     ENCODER_BACKENDS,
     EncoderChoice,
     choose_encoder,
+    runs_openvino,
 )
 from byoa_skills.runtimes.speech.options import DecodeOptions
 
@@ -137,8 +138,9 @@ class PoolConfig:
     #: The speech backend each worker loads: ``ct2`` (CTranslate2) or ``torch`` (PyTorch).
     backend: Backend = field(default=Backend.CT2, metadata=_flag("--backend"))
     #: What runs the encoder (:func:`choose_encoder`): ``auto`` (OpenVINO bf16 on a CPU with
-    #: bf16 units, else CTranslate2), ``ctranslate2``, or ``openvino`` (on the CPU; bf16
-    #: where the units are, else f32). The decoder is CTranslate2's in every case.
+    #: bf16 units, else CTranslate2; ``$BYOA_SKILLS_ENCODER`` stands in for it),
+    #: ``ctranslate2``, ``openvino`` (on the CPU; bf16 where the units are, else f32), or
+    #: ``openvino-f32`` / ``openvino-bf16``. The decoder is CTranslate2's in every case.
     encoder_backend: str = field(default="auto", metadata=_flag("--encoder-backend"))
     workers: int = field(default_factory=lambda: default_layout()[0], metadata=_flag("--workers"))
     threads_per_worker: int = field(default=1, metadata=_flag("--threads"))
@@ -207,7 +209,7 @@ class PoolConfig:
                 "--encoder-seconds is not supported by --backend torch, which encodes the "
                 "whole 30 s window"
             )
-        if self.encoder_backend == "openvino" and (
+        if runs_openvino(self.encoder_backend) and (
             self.backend == Backend.TORCH or self.device != Device.CPU
         ):
             raise ValueError(

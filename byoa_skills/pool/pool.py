@@ -168,6 +168,13 @@ class WorkerPool:
         await self._idle.stop_watching()
         await self._supervisor.close()
 
+    def kill_now(self) -> None:
+        """Kill the workers and free the memory at once, waiting for nothing (a stop that
+        cannot wait); the pool is not used again."""
+        self._life.stop()
+        self._started = False
+        self._supervisor.kill_now()
+
     # -- calls --------------------------------------------------------------------------
 
     async def transcribe(

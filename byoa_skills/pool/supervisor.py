@@ -137,6 +137,15 @@ class Supervisor:
             slot.free()
         self.slots.clear()
 
+    def kill_now(self) -> None:
+        """Kill every worker with SIGKILL and free the shared memory, without waiting: the
+        second stop signal, when nothing may be waited for."""
+        for slot in self.slots:
+            if slot.worker:
+                slot.worker.kill()
+            slot.free()
+        self.slots.clear()
+
     # -- a slot's loop ----------------------------------------------------------------------
 
     async def _serve(self, slot: Slot) -> None:

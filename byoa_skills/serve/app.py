@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -184,10 +185,12 @@ def loopback_host(request: web.Request) -> bool:
 async def _health(request: web.Request) -> web.Response:
     """The engine answers (always 200); ``status`` is ``degraded`` while the wallet's store
     cannot be used or a change waits to be written, and ``store`` says why; ``encoder`` names
-    what runs the speech workers' encoder, when the engine has them."""
+    what runs the speech workers' encoder, when the engine has them; ``pid`` is the engine's
+    process (its record, :mod:`byoa_skills.serve.engine_record`, names it too)."""
     store = await asyncio.to_thread(request.app[SHIM_KEY].sites.database.check)
     status = "ok" if store.ok else "degraded"
     answer: dict[str, Any] = {"ok": True, "status": status, "store": store.to_json()}
+    answer["pid"] = os.getpid()
     pool = request.app[ENGINE_KEY].pool
     if pool is not None:
         answer["encoder"] = pool.config.encoder.label

@@ -101,6 +101,11 @@ HEALTH: Schema = {
             "description": "what runs the speech workers' encoder and in which "
             "precision (absent when the engine runs no speech model)",
         },
+        "pid": {
+            "type": "integer",
+            "description": "the engine's process id, which its "
+            "record in the home it serves names (docs/api.md)",
+        },
     },
 }
 

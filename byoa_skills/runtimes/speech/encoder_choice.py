@@ -4,19 +4,27 @@
 ``avx512_bf16`` or ``amx_bf16`` flag in ``/proc/cpuinfo``; where that file cannot be read, a
 CPU device whose OpenVINO ``OPTIMIZATION_CAPABILITIES`` name ``BF16``), and CTranslate2's own
 encoder everywhere else, the GPU and the torch backend included. ``openvino`` forces OpenVINO
-on the CPU: bf16 where the units are, float32 where they are not. ``ctranslate2`` never uses
-OpenVINO. Only the standard library is imported here; openvino only when ``/proc/cpuinfo``
-cannot answer.
+on the CPU: bf16 where the units are, float32 where they are not; ``openvino-f32`` and
+``openvino-bf16`` force the precision too (bf16 without bf16 units is refused: OpenVINO would
+run f32 and call it bf16). ``ctranslate2`` never uses OpenVINO.
+
+``$BYOA_SKILLS_ENCODER`` (any value but ``auto``) stands in for ``auto`` wherever the setting
+is ``auto``: the test suite and the bench run the default path on each encoder with it, on a
+CPU whose ``auto`` would pick another. Only the standard library is imported here; openvino
+only when ``/proc/cpuinfo`` cannot answer.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 #: The values of the ``encoder_backend`` setting.
-ENCODER_BACKENDS = ("auto", "ctranslate2", "openvino")
+ENCODER_BACKENDS = ("auto", "ctranslate2", "openvino", "openvino-f32", "openvino-bf16")
+#: The environment variable that stands in for the ``auto`` setting (one of the others).
+ENCODER_ENV = "BYOA_SKILLS_ENCODER"
 #: ``/proc/cpuinfo`` flags that mean the CPU computes in bf16 natively.
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 CPUINFO = Path("/proc/cpuinfo")
@@ -79,6 +87,24 @@ def has_bf16_units(flags: str | None, capabilities: Iterable[str] | None = None)
     return "BF16" in capabilities
 
 
+def forced_encoder() -> str | None:
+    """The setting ``$BYOA_SKILLS_ENCODER`` forces in place of ``auto`` (None: unset or
+    ``auto``). Raises ``ValueError`` for a value that is not a setting."""
+    value = os.environ.get(ENCODER_ENV, "").strip()
+    if value in ("", "auto"):
+        return None
+    if value not in ENCODER_BACKENDS:
+        raise ValueError(
+            f"${ENCODER_ENV} must be one of {', '.join(ENCODER_BACKENDS)}, got {value!r}"
+        )
+    return value
+
+
+def runs_openvino(setting: str) -> bool:
+    """Whether the setting asks for OpenVINO by name (``openvino``, ``openvino-f32``…)."""
+    return setting.startswith("openvino")
+
+
 def choose_encoder(
     setting: str = "auto",
     *,
@@ -90,29 +116,38 @@ def choose_encoder(
 ) -> EncoderChoice:
     """The encoder for ``setting`` (one of :data:`ENCODER_BACKENDS`) on this machine.
 
+    ``auto`` is replaced by :func:`forced_encoder` where the environment forces one.
     ``compute_type`` is the CTranslate2 model's (``int8`` on the CPU by default). ``flags``
     None reads ``/proc/cpuinfo``; pass a flags line to decide for another CPU. Raises
-    ``ValueError`` for an unknown setting, or for ``openvino`` on CUDA or with the torch
-    backend (it runs on the CPU, before CTranslate2's decoder).
+    ``ValueError`` for an unknown setting, for OpenVINO on CUDA or with the torch backend (it
+    runs on the CPU, before CTranslate2's decoder), or for ``openvino-bf16`` on a CPU
+    without bf16 units.
     """
     if setting not in ENCODER_BACKENDS:
         raise ValueError(
             f"encoder_backend must be one of {', '.join(ENCODER_BACKENDS)}, got {setting!r}"
         )
+    forced = forced_encoder() if setting == "auto" else None
+    why_asked = f"${ENCODER_ENV}" if forced else "asked for"
+    setting = forced or setting
     if backend == "torch":
-        if setting == "openvino":
+        if runs_openvino(setting) and not forced:
             raise ValueError("the OpenVINO encoder runs before CTranslate2's decoder, not torch's")
         return EncoderChoice("torch", "float16" if device == "cuda" else "float32", "torch")
     ct2 = EncoderChoice("ctranslate2", compute_type, "")
     if device != "cpu":
-        if setting == "openvino":
+        if runs_openvino(setting) and not forced:
             raise ValueError("the OpenVINO encoder runs on the CPU only")
         return EncoderChoice(ct2.engine, ct2.precision, "not the CPU")
     if setting == "ctranslate2":
-        return EncoderChoice(ct2.engine, ct2.precision, "asked for")
+        return EncoderChoice(ct2.engine, ct2.precision, why_asked)
     bf16 = has_bf16_units(cpu_flags() if flags is None else flags, capabilities)
-    if setting == "openvino":
-        return EncoderChoice("openvino", "bf16" if bf16 else "f32", "asked for")
+    if setting == "openvino-bf16" and not bf16:
+        raise ValueError("openvino-bf16 needs a CPU with bf16 units; this one has none")
+    if setting == "openvino-f32":
+        return EncoderChoice("openvino", "f32", why_asked)
+    if runs_openvino(setting):
+        return EncoderChoice("openvino", "bf16" if bf16 else "f32", why_asked)
     if bf16:
         return EncoderChoice("openvino", "bf16", "the CPU has bf16 units")
     return EncoderChoice(ct2.engine, ct2.precision, "the CPU has no bf16 units")

@@ -6,6 +6,7 @@ import os
 
 from byoa_skills.runtimes.speech.base import SpeechBackend
 from byoa_skills.runtimes.speech.devices import BACKENDS
+from byoa_skills.runtimes.speech.encoder_choice import runs_openvino
 from byoa_skills.runtimes.speech.options import DecodeOptions
 from byoa_skills.runtimes.speech.whisper_ct2 import WhisperCT2Backend
 from byoa_skills.runtimes.speech.whisper_torch import WhisperTorchBackend
@@ -48,7 +49,7 @@ def load_backend(
             encoder_backend=encoder_backend,
         )
     elif backend == "torch":
-        if encoder_backend == "openvino":
+        if runs_openvino(encoder_backend):
             raise ValueError("encoder_backend openvino runs before CTranslate2's decoder only")
         loaded = WhisperTorchBackend(
             model_dir,
