@@ -309,3 +309,42 @@ def test_the_sites_bye_ends_the_session(engine: Engine) -> None:
     hellos, entries = with_site(body)
     assert hellos == 1  # a bye is not a drop: the wallet does not come back
     assert [e["outcome"] for e in entries if e["kind"] == "link"] == ["bye"]
+
+
+def test_with_decide_on_my_own_turned_off_a_new_link_asks_while_the_first_is_open(
+    engine: Engine,
+) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+
+    def consents_opened() -> int:
+        return engine.log.read_text(errors="replace").count("event=consent-open")
+
+    async def change(session: aiohttp.ClientSession, **body: Any) -> Any:
+        async with session.post(
+            f"{engine.url}/v1/sites/change", json=body, headers=headers
+        ) as done:
+            return await done.json()
+
+    async def body(demo: SiteDemo) -> tuple[int, int]:
+        _, link = demo.new_code("127.0.0.1")
+        first = await take_link(engine, link, "decide-on-my-own")
+        assert first["ok"], first
+        async with aiohttp.ClientSession() as session:
+            off = await change(
+                session, action="decide-on-my-own", origin=first["origin"], setting=False
+            )
+            assert off["changed"] is True
+            before = consents_opened()
+            _, again = demo.new_code("127.0.0.1")
+            asking = asyncio.create_task(take_link(engine, again, "ask"))
+            await until(lambda: consents_opened() > before or asking.done(), "a consent or a link")
+            asked = consents_opened() - before
+            asking.cancel()  # the visitor never answers: the consent closes with its asker
+            with contextlib.suppress(asyncio.CancelledError):
+                await asking
+            hellos = len(demo.hellos)
+            await change(session, action="forget", origin=first["origin"])
+        return asked, hellos
+
+    asked, hellos = with_site(body)
+    assert (asked, hellos) == (1, 1)

@@ -40,7 +40,8 @@ from byoa_skills.consent.offer import (
     ticks_gone,
 )
 from byoa_skills.consent.on_my_own import asks_for_more, granted_part, remember_on_my_own
-from byoa_skills.consent.scope import More, manifest_problems
+from byoa_skills.consent.party import party_of
+from byoa_skills.consent.scope import More, manifest_problems, more_than
 from byoa_skills.store.database import StoreError
 from byoa_skills.store.sites import normalize_origin
 from byoa_skills.wallet_shim.grants import GrantRefusal
@@ -53,7 +54,8 @@ log = logging.getLogger("byoa_skills.consent")
 REQUEST, LINK, RETURN, PLATFORM = "request", "link", "return", "platform"
 #: Consents of grant decisions waiting at once, across all sites; one more is refused.
 MAX_WAITING = 8
-#: A site's consents of grant decisions waiting at once; one more is refused.
+#: A party's consents of grant decisions waiting at once (its subdomains together: its
+#: registrable domain, :func:`~byoa_skills.consent.party.party_of`); one more is refused.
 MAX_WAITING_PER_SITE = 1
 #: Refusal codes of a decision (beside the manifest's, the site's ``site-STATE`` and the
 #: desk's): each a stable kebab-case code.
@@ -180,6 +182,10 @@ class GrantDecision:
             raise _No(NO_FITTING_MODEL)
         asked = granted_part(manifest, skills)
         more = await asyncio.to_thread(asks_for_more, shim, origin, asked, on_my_own=on_my_own)
+        if asking.way == LINK and not on_my_own and not asking.decided and not more:
+            # "off" means off: a new link asks, even while the site's earlier link holds a
+            # live grant (only a return of the same link, its pairing, comes back unasked)
+            more = more_than(None, asked)
         offer = await make_offer(shim, origin, asked, skills)
         choices: VisitorChoices | None = None
         decision = asking.decided or (DECIDE_ON_MY_OWN if on_my_own else ALLOW)
@@ -217,18 +223,19 @@ class GrantDecision:
             raise _No(ASKS_FOR_MORE, more.codes())
         if self.consents is None:
             raise _No("no-wallet-page" if asking.way == REQUEST else "declined")
-        waiting = self._waiting.get(origin, 0)
+        party = party_of(origin)  # subdomains of one party share its place
+        waiting = self._waiting.get(party, 0)
         if waiting >= MAX_WAITING_PER_SITE or sum(self._waiting.values()) >= MAX_WAITING:
             raise _No(REQUEST_WAITING)
-        self._waiting[origin] = waiting + 1
+        self._waiting[party] = waiting + 1
         try:
             answer = await self.consents.decide(
                 asking.way, origin, offer_view(offer, more), offer_check(offer, more)
             )
         finally:
-            self._waiting[origin] -= 1
-            if not self._waiting[origin]:
-                del self._waiting[origin]
+            self._waiting[party] -= 1
+            if not self._waiting[party]:
+                del self._waiting[party]
         if answer.decision == DECLINE:
             raise _No("declined")
         if answer.decision == NO_ANSWER:

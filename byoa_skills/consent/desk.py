@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from byoa_skills.consent.party import party_of
 from byoa_skills.consent.shown_text import decode_host, judge_host, shown, shown_value
 from byoa_skills.store.clock import now_ms
 from byoa_skills.wallet_shim.grants import Grant
@@ -179,16 +180,18 @@ class ConsentDesk:
     ) -> bool | str:
         """The gate's ask hook: show the call the gate asks about and wait for the visitor;
         True for Allow (or Allow and decide on my own), False for a decline. One call of a
-        site (its origin, whichever of its grants the call is under) waits for the visitor at
-        a time: another is answered :data:`ASK_WAITING` at once, and
-        :data:`TOO_MANY_CONSENTS` when the desk is full (the codes it is refused with)."""
-        if grant.origin in self._asking_sites:
+        party (its origin's registrable domain, :func:`party_of`, whichever of its grants the
+        call is under) waits for the visitor at a time: another is answered
+        :data:`ASK_WAITING` at once, and :data:`TOO_MANY_CONSENTS` when the desk is full (the
+        codes it is refused with)."""
+        party = party_of(grant.origin)
+        if party in self._asking_sites:
             return ASK_WAITING
-        self._asking_sites.add(grant.origin)
+        self._asking_sites.add(party)
         try:
             decision = await self.ask("call", grant.origin, call_view(grant.origin, call, reasons))
         finally:
-            self._asking_sites.discard(grant.origin)
+            self._asking_sites.discard(party)
         if decision == TOO_MANY_CONSENTS:
             return decision
         return decision in (ALLOW, DECIDE_ON_MY_OWN)
