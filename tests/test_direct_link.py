@@ -206,7 +206,9 @@ def test_a_frame_over_4_mb_is_refused(engine: Engine) -> None:
     assert close_code in (1006, 1009)
     log = ActivityLog(WalletDatabase(engine.home / "data" / "wallet.sqlite3"))
     entries = [e for e in log.read(origin=origin) if e["kind"] in ("link", "call")]
-    assert [e["kind"] for e in entries] == ["link"] and entries[0]["outcome"] == "dropped"
+    assert [e["kind"] for e in entries] == ["link"] and entries[0]["outcome"] == "too-large"
+    said = engine.log.read_text(errors="replace")
+    assert f"event=link-closed origin={origin} ending=too-large close_code=1009" in said
 
 
 def test_pairings_come_back_after_a_restart(engine_home: Path, tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ TOO_MANY_PENDING = {"ok": False}
 #: A link's endings after which the wallet does not come back, even after a restart: the
 #: site broke the protocol, or the grant ended (the visitor's end and expiry hold).
 ENDS_PAIRING = frozenset(
-    {"malformed", "bad-session", "manifest-mismatch", "grant-ended", "grant-released"}
+    {"malformed", "too-large", "bad-session", "manifest-mismatch", "grant-ended", "grant-released"}
 )
 #: The code the wallet's log keeps for such a call.
 TOO_MANY_PENDING_CODE = "too-many-pending-calls"
@@ -211,7 +211,14 @@ class DirectLink:
                 )
                 return "dropped"
             async with ws:
-                return await self._converse(ws)
+                ending = await self._converse(ws)
+            log.info(
+                "event=link-closed origin=%s ending=%s close_code=%s",
+                self.session.origin,
+                ending,
+                ws.close_code,
+            )
+            return ending
 
     async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> str:
         session, check = self.session, self.session.check

@@ -23,6 +23,7 @@ from byoa_skills.protocol.frames import (
     Bye,
     Call,
     Close,
+    CloseCode,
     Frame,
     FrameError,
     chunk_frame,
@@ -39,7 +40,7 @@ SendChunk = Callable[[int, str], Awaitable[None]]
 AnswerCall = Callable[[Call, SendChunk], Awaitable[Mapping[str, Any]]]
 #: Why serving ended: the peer said ``bye`` (where that ends it), went away, sent a frame its
 #: side closes on, or stopped reading.
-Ending = Literal["bye", "dropped", "malformed", "not-reading"]
+Ending = Literal["bye", "dropped", "malformed", "too-large", "not-reading"]
 
 
 class CallSocket(Protocol):
@@ -101,6 +102,9 @@ async def serve_calls(
     ending: Ending = "dropped"
     try:
         async for message in ws:
+            if message.type == WSMsgType.ERROR:  # the reader's own refusal, closed with its code
+                too_large = getattr(message.data, "code", None) == CloseCode.MESSAGE_TOO_BIG
+                return "too-large" if too_large else "malformed"
             if message.type != WSMsgType.TEXT:
                 continue  # binary and control frames carry nothing here
             try:
