@@ -70,11 +70,20 @@ def judge_source() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
+def paid_source() -> Iterator[Any]:
+    """A source that costs money (the gate's ``api-key``), on loopback: it records what
+    reaches it."""
+    with serving(judge_app) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def judged_engine(
     engine_home: Path,
     tmp_path_factory: pytest.TempPathFactory,
     llama: LlamaServer,
     judge_source: Any,
+    paid_source: Any,
 ) -> Iterator[Engine]:
     home = tmp_path_factory.mktemp("judged-home")
     (home / "cache").mkdir()
@@ -83,6 +92,12 @@ def judged_engine(
         home / "config" / "sources.json",
         {"name": "lab", "kind": "openai", "url": llama.url},
         {"name": "judge", "kind": "openai", "url": judge_source.url + "/v1"},
+        {
+            "name": "paid",
+            "kind": "openai",
+            "url": paid_source.url + "/v1",
+            "provider": "api-key",
+        },
     )
     env = {
         "BYOA_WALLET_BROWSER": "sh -c " + shlex.quote("true"),
@@ -123,7 +138,10 @@ _SITES = itertools.count(1)
 
 
 def new_grant(
-    engine: Engine, manifest: dict[str, Any] | None = None, origin: str | None = None
+    engine: Engine,
+    manifest: dict[str, Any] | None = None,
+    origin: str | None = None,
+    model: str = f"lab/{MODEL_ALIAS}",
 ) -> str:
     """A grant of its own: a site holds one grant, so each is for an origin of its own
     unless ``origin`` is given."""
@@ -144,7 +162,7 @@ def new_grant(
                         "skills": ["text.generate"],
                         "budget": {"perSession": "0.05 USD"},
                         "expiresAt": "2099-01-01T00:00:00Z",
-                        "models": {"m1": f"lab/{MODEL_ALIAS}"},
+                        "models": {"m1": model},
                     },
                 },
             ) as answer,
@@ -345,6 +363,46 @@ def test_a_judge_whose_source_does_not_answer_fails_closed_and_the_page_says_so(
     assert status["recommended"]["recall"] == RECOMMENDED.recall
     refused = set_judge(judged_engine, mismatch="never")
     assert refused["ok"] is False and refused["code"] == "judge-invalid"
+    assert set_judge(judged_engine, on=False, model=None)["ok"]
+
+
+def test_a_call_to_a_source_that_costs_money_waits_for_the_judge(
+    judged_engine: Engine, paid_source: Any
+) -> None:
+    # the judge's source is down: the call is held for the visitor, who declines; a source
+    # that costs money must not have been asked meanwhile (beside the call, it was)
+    assert set_judge(judged_engine, on=True, model="judge/gone")["ok"]
+    grant_id = new_grant(judged_engine, model="paid/judge")
+    reached = len(paid_source.recorded.requests)
+
+    async def main() -> list[dict[str, Any]]:
+        calling = asyncio.create_task(
+            asyncio.to_thread(streamed, judged_engine, grant_id, "Name one river in Peru.")
+        )
+        waiting: list[dict[str, Any]] = []
+        for _ in range(1200):
+            waiting = (await page_api(judged_engine, "GET", "consents"))["consents"]
+            if waiting or calling.done():
+                break
+            await asyncio.sleep(0.05)
+        assert waiting, "no consent was asked"
+        seen["reached while asked"] = len(paid_source.recorded.requests) - reached
+        path = f"consents/{waiting[0]['id']}"
+        assert (await page_api(judged_engine, "POST", path, {"decision": "decline"}))["ok"]
+        return await calling
+
+    seen: dict[str, Any] = {}
+    frames = asyncio.run(main())
+    assert frames[-1]["ok"] is False
+    assert seen["reached while asked"] == 0
+    assert len(paid_source.recorded.requests) == reached
+    assert last_call(judged_engine)["judge"] == "purpose-judge-unavailable"
+    # allowed by the judge, the call then reaches the paid source, once
+    assert set_judge(judged_engine, on=True, model="judge/judge")["ok"]
+    JUDGE["answer"] = "allowed: a geography question"
+    frames = streamed(judged_engine, grant_id, "Name one river in Peru.")
+    assert frames[-1]["ok"] is True
+    assert len(paid_source.recorded.requests) == reached + 1
     assert set_judge(judged_engine, on=False, model=None)["ok"]
 
 

@@ -120,10 +120,13 @@ class PurposeJudge:
         messages: Sequence[Mapping[str, Any]],
         generation: Generation[Any],
         sink: ChunkHook | None = None,
+        judge_first: bool = False,
     ) -> BesideCall[Any]:
-        """Start ``generation`` and this call's judgement together; the call's chunks for
-        ``sink`` and its answer are held until :meth:`BesideCall.release`."""
-        return start_beside(generation, self.opinion(grant_id, purpose, messages), sink)
+        """Start ``generation`` and this call's judgement together (``judge_first``: the
+        judgement alone, the call once it passes); the call's chunks for ``sink`` and its
+        answer are held until :meth:`BesideCall.release`."""
+        judging = self.opinion(grant_id, purpose, messages)
+        return start_beside(generation, judging, sink, judge_first)
 
 
 class UnavailableJudge(PurposeJudge):

@@ -6,6 +6,10 @@ slower than the answer.
 ``generation(on_chunk)`` is the call itself (for a text call, ``lambda on_chunk:
 runtime.generate(call, on_chunk)``); ``on_chunk`` is None when the caller gave no sink, so a
 call that does not stream is asked whole, as without the judge.
+
+With ``judge_first`` the call waits for the judge instead: it starts only on
+:meth:`BesideCall.release`, once the opinion let it pass, so a call to a source that costs
+money is never paid for and then thrown away.
 """
 
 from __future__ import annotations
@@ -65,14 +69,27 @@ class BesideCall(Generic[T]):
     the call reaches ``sink`` before :meth:`release`."""
 
     def __init__(
-        self, generation: Generation[T], judging: Awaitable[Opinion], sink: ChunkHook | None
+        self,
+        generation: Generation[T],
+        judging: Awaitable[Opinion],
+        sink: ChunkHook | None,
+        judge_first: bool = False,
     ) -> None:
-        """Start both now (in the running loop)."""
+        """Start the judge now (in the running loop), and the call too unless
+        ``judge_first``."""
         self._chunks = HeldChunks(sink) if sink is not None else None
         self._judging: asyncio.Future[Opinion] = asyncio.ensure_future(judging)
-        hook = self._chunks.take if self._chunks is not None else None
-        self._generating: asyncio.Future[T] = asyncio.ensure_future(generation(hook))
+        self._generation = generation
+        self._generating: asyncio.Future[T] | None = None
+        if not judge_first:
+            self._start()
         self._settled = False
+
+    def _start(self) -> asyncio.Future[T]:
+        if self._generating is None:
+            hook = self._chunks.take if self._chunks is not None else None
+            self._generating = asyncio.ensure_future(self._generation(hook))
+        return self._generating
 
     async def opinion(self) -> Opinion:
         """The judge's opinion (the call goes on meanwhile); a judge that raised gives
@@ -94,11 +111,12 @@ class BesideCall(Generic[T]):
     @property
     def answered(self) -> bool:
         """Whether the call has ended (its answer or its failure is held)."""
-        return self._generating.done()
+        return self._generating is not None and self._generating.done()
 
     async def release(self) -> T:
-        """Let the call's chunks through and give its answer (or raise its failure). A sink
-        that fails while the held chunks go out drops the call, and its error is raised."""
+        """Let the call's chunks through and give its answer (or raise its failure); a call
+        made to wait for the judge starts now. A sink that fails while the held chunks go out
+        drops the call, and its error is raised."""
         self._settled = True
         if self._chunks is not None:
             try:
@@ -106,7 +124,7 @@ class BesideCall(Generic[T]):
             except BaseException:
                 await self._drop()
                 raise
-        return await self._generating
+        return await self._start()
 
     async def discard(self) -> None:
         """Drop the call: its chunks and its answer never reach the site, and a call still
@@ -127,13 +145,18 @@ class BesideCall(Generic[T]):
             await asyncio.gather(self._judging, return_exceptions=True)
 
     async def _drop(self) -> None:
-        for task in (self._generating, self._judging):
+        tasks = [task for task in (self._generating, self._judging) if task is not None]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(self._generating, self._judging, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def start_beside(
-    generation: Generation[T], judging: Awaitable[Opinion], sink: ChunkHook | None = None
+    generation: Generation[T],
+    judging: Awaitable[Opinion],
+    sink: ChunkHook | None = None,
+    judge_first: bool = False,
 ) -> BesideCall[T]:
-    """Start ``generation`` and ``judging`` together; chunks for ``sink`` are held."""
-    return BesideCall(generation, judging, sink)
+    """Start ``generation`` and ``judging`` together (``judge_first``: the judge alone, the
+    call on release); chunks for ``sink`` are held."""
+    return BesideCall(generation, judging, sink, judge_first)

@@ -150,7 +150,7 @@ class JudgeSwitch:
             log.info("event=judge-unavailable model=%s", model)
             settings = JudgeSettings(model=model or "", mismatch=mismatch)
             return UnavailableJudge(self.runtime, settings, self.cache, slots=self.slots)
-        paid = self._paid(model)
+        paid = self.paid(model)
         key = (model, mismatch, paid)
         if key not in self._judges:
             settings = JudgeSettings(
@@ -172,7 +172,7 @@ class JudgeSwitch:
         switch."""
         model = await self.model()
         up = model is not None and self.runtime is not None and await can_judge(self.runtime, model)
-        paid = model is not None and self._paid(model)
+        paid = model is not None and self.paid(model)
         return {
             **self.default(),
             "judgingModel": model,
@@ -194,10 +194,10 @@ class JudgeSwitch:
             return False
         return any(info.id == model_id or info.id.split(":")[0] == model_id for info in listed)
 
-    def _paid(self, model: str) -> bool:
-        """Whether judging with ``model`` may cost money: an API-key source (OpenRouter), or
-        one away from this computer that is sent a key. A source on this computer, or a home
-        server sent no key, costs nothing and is not limited."""
+    def paid(self, model: str | None) -> bool:
+        """Whether a call to ``model`` (None: the default model) may cost money: an API-key
+        source (OpenRouter), or one away from this computer that is sent a key. A source on
+        this computer, or a home server sent no key, costs nothing and is not limited."""
         if self.runtime is None:
             return False
         try:

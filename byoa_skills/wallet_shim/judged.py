@@ -1,7 +1,8 @@
 """A ``text.generate`` call run beside the purpose judge (``docs/judge.md``): the generation
-and the judge start together; the answer and every chunk are held until the judge's opinion
-lets them pass. ``allowed`` or ``warn``: the answer goes out as it came. ``ask``: the visitor
-is asked on the wallet page with the judge's reason (the answer stays held meanwhile).
+and the judge start together (on a source that costs money, the judge first and the
+generation only once it passes); the answer and every chunk are held until the judge's
+opinion lets them pass. ``allowed`` or ``warn``: the answer goes out as it came. ``ask``: the
+visitor is asked on the wallet page with the judge's reason (the answer stays held meanwhile).
 ``blocked``, or a decline: the answer is thrown away, and the site gets ``ok: false``
 (``purpose-mismatch``, or the judge's code).
 
@@ -38,12 +39,14 @@ async def judged_run(
     run: Run,
     on_chunk: ChunkHook | None,
     ask: AskHook,
+    judge_first: bool = False,
 ) -> CallResult:
     """``run`` beside ``judge``'s opinion of the call's messages under ``grant``, once one of
-    the site's slots is free."""
+    the site's slots is free; with ``judge_first`` (a source that costs money) ``run`` starts
+    only once the opinion lets it."""
     try:
         async with judge.slots.hold(grant.origin, call.deadline):
-            return await _judged(judge, grant, call, run, on_chunk, ask)
+            return await _judged(judge, grant, call, run, on_chunk, ask, judge_first)
     except NoSlot:
         log.info("event=judge-no-slot grant=%s", grant.id)
         return CallResult.refused(
@@ -58,9 +61,10 @@ async def _judged(
     run: Run,
     on_chunk: ChunkHook | None,
     ask: AskHook,
+    judge_first: bool,
 ) -> CallResult:
     purpose = Purpose.of(grant.manifest, grant.origin)
-    beside = judge.beside(grant.id, purpose, call.messages or [], run, on_chunk)
+    beside = judge.beside(grant.id, purpose, call.messages or [], run, on_chunk, judge_first)
     try:
         opinion = await beside.opinion()
         passes = opinion.decision in ("allowed", "warn")

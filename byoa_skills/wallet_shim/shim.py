@@ -380,13 +380,15 @@ class _GrantGate:
         self, call: PreparedCall, run: Run, on_chunk: ChunkHook | None
     ) -> CallResult:
         """Run the call; a call of a judged skill (``text.generate``) of a site the purpose judge
-        is on for runs beside the judge (:func:`~byoa_skills.wallet_shim.judged.judged_run`)."""
+        is on for runs beside the judge (:func:`~byoa_skills.wallet_shim.judged.judged_run`),
+        or after it where the call's source costs money."""
         judge = None
         if self._judges is not None and judged(call.skill) and call.messages:
             judge = await self._judges.judge_for(self._grant.origin)
         if judge is None:
             return await run(on_chunk)
-        return await judged_run(judge, self._grant, call, run, on_chunk, self._ask)
+        judge_first = self._judges.paid(call.model)  # never pay for a call then refused
+        return await judged_run(judge, self._grant, call, run, on_chunk, self._ask, judge_first)
 
     def finish(self, result: CallResult | None) -> None:
         """The receipt's cost replaces the reservation (all of it, for a call cut short)."""
