@@ -6,6 +6,8 @@ engine naming the encoder that ran. Real models from the session's cache, no moc
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -13,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from engine import TOKEN, Engine, start_engine
+from engine import TOKEN, Engine, call_http, start_engine
 from fresh_import import modules_after_import
 
 from byoa_skills.models import model_path
 from byoa_skills.pool import PoolConfig
 from byoa_skills.runtimes.speech import load_backend
-from byoa_skills.runtimes.speech.encoder_choice import choose_encoder, has_bf16_units
+from byoa_skills.runtimes.speech.encoder_choice import ENCODER_ENV, choose_encoder, has_bf16_units
 from byoa_skills.runtimes.speech.phrases import normalized_words
 
 SPEECH = Path(__file__).parent / "data" / "speech"
@@ -112,32 +114,44 @@ def folder_beside(base_dir: Path, tmp_path: Path) -> Path:
 
 
 def test_the_cached_model_is_reused_and_a_damaged_one_rebuilt(
-    base_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    base_dir: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from byoa_skills.runtimes.speech.openvino_cache import (
         BIN_NAME,
         RECORD_NAME,
         XML_NAME,
+        cache_folder,
         cached_encoder_model,
     )
 
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
     folder = folder_beside(base_dir, tmp_path)
+    # a planted graph beside model.bin, whoever wrote it, is never read
+    for name in (XML_NAME, BIN_NAME, RECORD_NAME):
+        (folder / name).write_bytes(b"planted")
     first = cached_encoder_model(folder)
-    assert first.built and first.path == folder / XML_NAME
-    weights = (folder / BIN_NAME).read_bytes()
+    cache = cache_folder(folder)
+    assert first.built and first.path == cache / XML_NAME
+    assert cache.is_relative_to(tmp_path / "home" / "cache" / "derived")
+    assert cache.stat().st_mode & 0o077 == 0
+    weights = (cache / BIN_NAME).read_bytes()
     assert not cached_encoder_model(folder).built  # built once, then reused
     damages = {
-        "a flipped byte in the weights": lambda: _flip(folder / BIN_NAME),
-        "a truncated graph": lambda: _truncate(folder / XML_NAME),
-        "no record": lambda: (folder / RECORD_NAME).unlink(),
-        "a record of another model.bin": lambda: _rewrite_record(folder / RECORD_NAME),
+        "a flipped byte in the weights": lambda: _flip(cache / BIN_NAME),
+        "a truncated graph": lambda: _truncate(cache / XML_NAME),
+        "no record": lambda: (cache / RECORD_NAME).unlink(),
+        "a record of another model.bin": lambda: _rewrite_record(cache / RECORD_NAME),
     }
     for damage in damages.values():
         damage()
         again = cached_encoder_model(folder)
-        assert again.built and (folder / BIN_NAME).read_bytes() == weights
+        assert again.built and (cache / BIN_NAME).read_bytes() == weights
         assert not cached_encoder_model(folder).built  # the new files match their record
-    assert "event=openvino-cache-rebuilt" in caplog.text
+    assert "event=derived-rebuilt name=openvino-encoder" in caplog.text
+    assert (folder / XML_NAME).read_bytes() == b"planted"
 
 
 def _flip(path: Path) -> None:
@@ -156,19 +170,54 @@ def _rewrite_record(path: Path) -> None:
     path.write_text(json.dumps(record))
 
 
-def test_a_folder_it_cannot_write_gets_a_model_built_in_memory(
-    base_dir: Path, tmp_path: Path
+def test_a_cache_folder_others_may_write_is_refused_and_the_model_built_in_memory(
+    base_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from byoa_skills.runtimes.speech.openvino_cache import LOCK_NAME, XML_NAME, cached_encoder_model
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
 
-    folder = folder_beside(base_dir, tmp_path)
-    (folder / LOCK_NAME).mkdir()  # the lock cannot be made, as in a read-only folder (even as root)
-    model = cached_encoder_model(folder)
+    home = tmp_path / "home"
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(home))
+    (home / "cache" / "derived").mkdir(parents=True)
+    (home / "cache" / "derived").chmod(0o777)  # anyone could plant a graph there
+    model = cached_encoder_model(folder_beside(base_dir, tmp_path))
     assert model.built and model.path is None and model.model is not None
-    assert not (folder / XML_NAME).exists()
+    assert not any((home / "cache" / "derived").iterdir())
 
 
-def test_auto_chooses_openvino_bf16_only_where_the_cpu_has_bf16_units() -> None:
+def test_a_graph_that_does_not_load_is_rebuilt_once_then_ctranslate2_encodes(
+    base_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from byoa_skills.runtimes.speech import openvino_encoder
+
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    tries: list[object] = []
+
+    def broken(self: object, model: object, **_: object) -> None:
+        tries.append(model)
+        raise RuntimeError("is_valid_weights_range: the weights end before the graph does")
+
+    monkeypatch.setattr(openvino_encoder.OpenVINOEncoder, "__init__", broken)
+    backend = load_backend(
+        folder_beside(base_dir, tmp_path), cpu_threads=THREADS, encoder_backend="openvino-f32"
+    )
+    assert len(tries) == 2  # the cache, then a rebuilt one
+    assert backend.encoder.label == "ctranslate2-int8"
+    assert (
+        "did not load" in backend.encoder.reason
+        and "is_valid_weights_range" in backend.encoder.reason
+    )
+    heard = backend.transcribe(samples("jfk.wav"), "en")
+    assert heard.encoder == "ctranslate2-int8" and "country" in heard.text.lower()
+    assert "event=openvino-encoder-fallback" in caplog.text
+
+
+def test_auto_chooses_openvino_bf16_only_where_the_cpu_has_bf16_units(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(ENCODER_ENV, raising=False)  # what auto picks itself
     assert choose_encoder("auto", flags=NO_BF16).label == "ctranslate2-int8"
     assert choose_encoder("auto", flags=AVX512_BF16).label == "openvino-bf16"
     assert choose_encoder("auto", flags=AMX).label == "openvino-bf16"
@@ -183,13 +232,33 @@ def test_auto_chooses_openvino_bf16_only_where_the_cpu_has_bf16_units() -> None:
     # without /proc/cpuinfo: what OpenVINO's CPU device reports
     assert has_bf16_units(None, ("FP32", "BF16", "INT8"))
     assert not has_bf16_units(None, ("FP32", "INT8"))
+    # the precision forced too: f32 on any CPU, bf16 only where the units are
+    assert choose_encoder("openvino-f32", flags=AMX).label == "openvino-f32"
+    assert choose_encoder("openvino-bf16", flags=AVX512_BF16).label == "openvino-bf16"
     for refused in (
         lambda: choose_encoder("onnx"),
         lambda: choose_encoder("openvino", device="cuda"),
         lambda: choose_encoder("openvino", backend="torch"),
+        lambda: choose_encoder("openvino-f32", device="cuda"),
+        lambda: choose_encoder("openvino-bf16", flags=NO_BF16),
     ):
         with pytest.raises(ValueError):
             refused()
+
+
+def test_the_environment_stands_in_for_auto_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENCODER_ENV, "openvino-f32")
+    forced = choose_encoder("auto", flags=AMX)
+    assert (forced.label, forced.reason) == ("openvino-f32", f"${ENCODER_ENV}")
+    assert choose_encoder("ctranslate2", flags=AMX).label == "ctranslate2-int8"  # asked for
+    assert choose_encoder("auto", backend="torch").label == "torch-float32"  # its own
+    cuda = choose_encoder("auto", device="cuda", compute_type="float16")
+    assert cuda.label == "ctranslate2-float16"
+    monkeypatch.setenv(ENCODER_ENV, "ctranslate2")
+    assert choose_encoder("auto", flags=AMX).label == "ctranslate2-int8"
+    monkeypatch.setenv(ENCODER_ENV, "onnx")
+    with pytest.raises(ValueError, match=ENCODER_ENV):
+        choose_encoder("auto", flags=AMX)
 
 
 def test_the_pool_and_the_backend_make_the_same_choice(base_dir: Path) -> None:
@@ -266,3 +335,66 @@ def test_the_serve_flag_refuses_an_unknown_encoder(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "--encoder-backend" in done.stderr
+
+
+def test_a_damaged_cache_whose_record_vouches_for_it_never_stops_serve(
+    engine_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the weights truncated and the record rewritten with the truncated file's SHA-256:
+    # the cache verifies but does not load; the worker rebuilds it and serve starts
+    from byoa_skills.pool.config import engine_decode_options
+    from byoa_skills.runtimes.speech.openvino_cache import (
+        BIN_NAME,
+        RECORD_NAME,
+        cache_folder,
+        cached_encoder_model,
+    )
+
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(home))
+    tiny = model_path("tiny.en", cache_dir=home / "cache" / "models")
+    cached_encoder_model(tiny)
+    cache = cache_folder(tiny)
+    weights = (cache / BIN_NAME).read_bytes()
+    (cache / BIN_NAME).write_bytes(weights[: len(weights) // 2])
+    record = json.loads((cache / RECORD_NAME).read_text())
+    record["files"][BIN_NAME] = hashlib.sha256(weights[: len(weights) // 2]).hexdigest()
+    (cache / RECORD_NAME).write_text(json.dumps(record))
+
+    engine = start_engine(
+        home,
+        "--model",
+        "tiny.en",
+        "--workers",
+        "1",
+        "--encoder-backend",
+        "openvino-f32",
+        log_name="damaged-cache.log",
+    )
+    try:
+        engine.wait_ready()
+        health = json.loads(engine.get("/health")[1])
+        clip = base64.b64encode((SPEECH / "jfk.wav").read_bytes()).decode()
+        body = {
+            "input": {"audio": {"mime": "audio/wav", "base64": clip}},
+            "params": {"language": "en"},
+        }
+        status, answer = asyncio.run(call_http(engine, "audio.transcribe", body))
+        assert status == 200, answer
+        heard = answer["output"]["text"]
+    finally:
+        engine.stop()
+    log = engine.log.read_text(errors="replace")
+    assert "event=openvino-encoder-rebuild" in log
+    assert health["encoder"] == "openvino-f32" and "encoderNote" not in health
+    assert (cache / BIN_NAME).read_bytes() == weights  # rebuilt whole
+    clean = load_backend(
+        tiny,
+        model_name="tiny.en",
+        cpu_threads=1,
+        encoder_backend="openvino-f32",
+        options=engine_decode_options(None, "tiny.en"),
+    )
+    assert heard == clean.transcribe(samples("jfk.wav"), "en").text

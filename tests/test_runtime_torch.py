@@ -36,6 +36,7 @@ from byoa_skills.runtimes.speech.devices import resolve_device
 from byoa_skills.runtimes.speech.torch_weights import (
     CACHE_NAME,
     RECORD_NAME,
+    cache_folder,
     load_whisper_weights,
 )
 
@@ -211,18 +212,25 @@ def test_the_converted_state_dict_loads_strictly(
 
 
 def test_the_cache_is_reused_and_a_damaged_one_is_rebuilt(
-    model_dir: Callable[[str], Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+    model_dir: Callable[[str], Path],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    folder = tmp_path / "tiny.en"
-    folder.mkdir()
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    model = tmp_path / "tiny.en"
+    model.mkdir()
     for file in ("model.bin", "config.json", "tokenizer.json"):
-        (folder / file).symlink_to(model_dir("tiny.en") / file)
-    first = load_whisper_weights(folder)
+        (model / file).symlink_to(model_dir("tiny.en") / file)
+    (model / CACHE_NAME).write_bytes(b"planted beside model.bin: never read")
+    first = load_whisper_weights(model)
     assert first.converted
+    folder = cache_folder(model)  # this installation's own cache folder
+    assert folder.is_relative_to(tmp_path / "home" / "cache" / "derived")
     record = json.loads((folder / RECORD_NAME).read_text())
     manifest = json.loads((model_dir("tiny.en") / ".byoa-model.json").read_text())
     assert record["source_sha256"] == manifest["files"]["model.bin"]["sha256"]
-    again = load_whisper_weights(folder)
+    again = load_whisper_weights(model)
     assert not again.converted
     assert again.state.keys() == first.state.keys()
     assert all(np.array_equal(again.state[n], first.state[n]) for n in first.state)
@@ -232,19 +240,19 @@ def test_the_cache_is_reused_and_a_damaged_one_is_rebuilt(
     data[-100] ^= 0x01  # one flipped bit in a weight
     cache.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="byoa_skills.runtimes"):
-        rebuilt = load_whisper_weights(folder)
+        rebuilt = load_whisper_weights(model)
     assert rebuilt.converted
     assert "differs from its record" in caplog.text
     assert cache.read_bytes() != bytes(data)
-    assert not load_whisper_weights(folder).converted
+    assert not load_whisper_weights(model).converted
 
     record = json.loads((folder / RECORD_NAME).read_text())
     record["source_sha256"] = "0" * 64  # as if model.bin had been replaced
     (folder / RECORD_NAME).write_text(json.dumps(record))
-    assert load_whisper_weights(folder).converted
+    assert load_whisper_weights(model).converted
     (folder / RECORD_NAME).unlink()
-    assert load_whisper_weights(folder).converted
-    assert not load_whisper_weights(folder).converted
+    assert load_whisper_weights(model).converted
+    assert not load_whisper_weights(model).converted
 
 
 # --- transcripts ---------------------------------------------------------------------------
@@ -418,18 +426,15 @@ def test_device_auto_uses_the_gpu_only_when_it_computes(
         resolve_device("tpu", "torch")
 
 
-def test_a_folder_that_cannot_be_written_converts_in_memory(
+def test_a_cache_folder_others_may_write_is_refused_and_converts_in_memory(
     model_dir: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from byoa_skills.runtimes.speech import torch_weights
-
-    def read_only(path: Path) -> None:
-        raise PermissionError(13, "Permission denied", str(path))
-
-    monkeypatch.setattr(torch_weights, "locked", read_only)
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "cache" / "derived").mkdir(parents=True)
+    (tmp_path / "home" / "cache" / "derived").chmod(0o777)  # anyone could plant weights there
     folder = tmp_path / "tiny.en"
     folder.mkdir()
     (folder / "model.bin").symlink_to(model_dir("tiny.en") / "model.bin")
     weights = load_whisper_weights(folder)
     assert weights.converted and "proj_out.weight" in weights.state
-    assert not (folder / CACHE_NAME).exists()
+    assert not any((tmp_path / "home" / "cache" / "derived").iterdir())

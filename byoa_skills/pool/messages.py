@@ -46,10 +46,21 @@ class Stop:
 
 @dataclass(frozen=True)
 class Ready:
-    """The worker has loaded its model and warmed up; its resident memory then, in MiB."""
+    """The worker has loaded its model and warmed up; its resident memory then, in MiB, and
+    the encoder it runs (``openvino-bf16``…) with why (a fallback says what failed)."""
 
     pid: int
     rss_mib: float
+    encoder: str = ""
+    encoder_reason: str = ""
+
+
+@dataclass(frozen=True)
+class EncoderRunning:
+    """The encoder a ready worker runs (``label``, empty: not said) and why (``reason``)."""
+
+    label: str
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from byoa_skills.pool.config import PoolConfig
 from byoa_skills.pool.errors import NotReady, ShuttingDown
 from byoa_skills.pool.idle import IdleLife
 from byoa_skills.pool.life import Life, PoolLife
+from byoa_skills.pool.messages import EncoderRunning
 from byoa_skills.pool.scheduler import LENGTH_GROUPS, Scheduler, length_group
 from byoa_skills.pool.slot import Slot
 from byoa_skills.pool.supervisor import EventHook, Supervisor
@@ -153,6 +154,16 @@ class WorkerPool:
     def worker_pids(self) -> list[int]:
         """The process ids of the live workers."""
         return self._supervisor.pids()
+
+    @property
+    def encoder(self) -> EncoderRunning:
+        """The encoder the warm workers run: what one of them said (a fallback to
+        CTranslate2's own encoder first, with why), else the one :attr:`config` chooses."""
+        said = self._supervisor.encoders()
+        differing = [e for e in said if e.label != self.config.encoder.label]
+        if differing or said:
+            return (differing or said)[0]
+        return EncoderRunning(self.config.encoder.label, self.config.encoder.reason)
 
     async def drain(self) -> None:
         """Refuse new calls; return when every queued and running call has its answer.

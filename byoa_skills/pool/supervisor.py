@@ -28,6 +28,7 @@ from byoa_skills.pool.calls import fail, shutting_down, unavailable
 from byoa_skills.pool.config import PoolConfig, recycle_threshold
 from byoa_skills.pool.errors import WorkerStartFailed
 from byoa_skills.pool.life import Life, PoolLife
+from byoa_skills.pool.messages import EncoderRunning
 from byoa_skills.pool.scheduler import Scheduler
 from byoa_skills.pool.slot import Slot
 from byoa_skills.pool.worker import WorkerProcess
@@ -94,6 +95,12 @@ class Supervisor:
     def pids(self) -> list[int]:
         """The process ids of the live workers."""
         return [s.worker.pid for s in self.slots if s.worker and s.worker.alive and s.worker.pid]
+
+    def encoders(self) -> list[EncoderRunning]:
+        """The encoder each warm worker said it runs."""
+        return [
+            s.worker.encoder for s in self.slots if s.worker and s.warm and s.worker.encoder.label
+        ]
 
     # -- the pool's start, idle life and end ----------------------------------------------
 

@@ -16,7 +16,16 @@ from multiprocessing.connection import Connection
 
 from byoa_skills.pool.config import PoolConfig
 from byoa_skills.pool.errors import WorkerStartFailed
-from byoa_skills.pool.messages import Answer, Answers, FromWorker, Job, Ready, StartFailed, Stop
+from byoa_skills.pool.messages import (
+    Answer,
+    Answers,
+    EncoderRunning,
+    FromWorker,
+    Job,
+    Ready,
+    StartFailed,
+    Stop,
+)
 from byoa_skills.pool.worker_main import run_worker
 
 _SPAWN = multiprocessing.get_context("spawn")
@@ -55,6 +64,8 @@ class WorkerProcess:
         self._job: tuple[int, asyncio.Future[tuple[Answer, ...]]] | None = None
         self._exited = asyncio.Event()
         self.rss_mib = 0.0
+        #: The encoder the worker said it runs once ready (empty before).
+        self.encoder = EncoderRunning("", "")
         self._loop.add_reader(self._conn.fileno(), self._on_readable)
         self._loop.add_reader(self._process.sentinel, self._on_exit)
 
@@ -139,6 +150,7 @@ class WorkerProcess:
 
     def _dispatch(self, message: FromWorker) -> None:
         if isinstance(message, Ready) and not self._ready.done():
+            self.encoder = EncoderRunning(message.encoder, message.encoder_reason)
             self._ready.set_result(message.rss_mib)
         elif isinstance(message, StartFailed) and not self._ready.done():
             self._ready.set_exception(WorkerStartFailed(message.message))

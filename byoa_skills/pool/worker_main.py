@@ -55,7 +55,9 @@ def run_worker(
     except BaseException as error:  # a worker that cannot start says why, then ends
         conn.send(StartFailed(_one_line(error)))
         return
-    conn.send(Ready(os.getpid(), rss_mib()))
+    encoder = getattr(backend, "encoder", None)
+    label, reason = (encoder.label, encoder.reason) if encoder is not None else ("", "")
+    conn.send(Ready(os.getpid(), rss_mib(), label, reason))
     while True:
         try:
             message = conn.recv()

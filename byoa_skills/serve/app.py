@@ -193,7 +193,10 @@ async def _health(request: web.Request) -> web.Response:
     answer["pid"] = os.getpid()
     pool = request.app[ENGINE_KEY].pool
     if pool is not None:
-        answer["encoder"] = pool.config.encoder.label
+        encoder = pool.encoder
+        answer["encoder"] = encoder.label
+        if encoder.label != pool.config.encoder.label:  # a fallback: why
+            answer["encoderNote"] = encoder.reason
     return web.json_response(answer)
 
 

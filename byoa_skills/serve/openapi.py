@@ -101,6 +101,11 @@ HEALTH: Schema = {
             "description": "what runs the speech workers' encoder and in which "
             "precision (absent when the engine runs no speech model)",
         },
+        "encoderNote": {
+            "type": "string",
+            "description": "why the workers run another encoder than the one chosen (the "
+            "OpenVINO encoder did not load)",
+        },
         "pid": {
             "type": "integer",
             "description": "the engine's process id, which its "

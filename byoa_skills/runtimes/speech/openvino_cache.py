@@ -1,12 +1,12 @@
-"""The OpenVINO encoder model, built once from ``model.bin`` and kept beside it, verified.
+"""The OpenVINO encoder model, built once from ``model.bin`` and kept in this installation's
+own cache folder, verified (:mod:`byoa_skills.runtimes.speech.derived`).
 
 :func:`cached_encoder_model` builds the model (:func:`build_encoder_model`) the first time and
-saves it with ``openvino.save_model`` as ``openvino-encoder.xml`` and ``openvino-encoder.bin``
-next to ``model.bin``, with ``openvino-encoder.json``, which records the SHA-256 of the
-``model.bin`` it came from and of both files. A cache whose source changed, whose files differ
-from the record (a damaged or truncated file) or whose record is missing or of another format
-is rebuilt, never used. Building runs under a lock, so workers starting together build once. A
-folder that cannot be written gets a model built in memory at each load.
+saves it with ``openvino.save_model`` as ``openvino-encoder.xml`` and ``openvino-encoder.bin``,
+with the record ``openvino-encoder.json``. A cache whose source changed, whose files differ from
+the record or whose record is missing or of another format is rebuilt, never used; so is one
+asked to be rebuilt (a cache that verified but did not load). Where the folder cannot be used
+the model is built in memory at each load.
 
 Only numpy and the standard library are imported at module level; openvino when a model is
 built or saved.
@@ -14,8 +14,6 @@ built or saved.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import tempfile
@@ -24,17 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from byoa_skills.runtimes.speech.ct2_weights import read_ct2_variables
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
 from byoa_skills.runtimes.speech.openvino_encoder import build_encoder_model
-from byoa_skills.runtimes.speech.torch_weights import weights_sha256
-from byoa_skills.store.files import locked, write_private
 
-#: The cached model, its weights and its record, next to ``model.bin``.
+#: The cached model, its weights and its record.
 XML_NAME = "openvino-encoder.xml"
 BIN_NAME = "openvino-encoder.bin"
 RECORD_NAME = "openvino-encoder.json"
-LOCK_NAME = ".openvino-encoder.lock"
 #: Bumped whenever the graph changes, so that older caches are rebuilt.
-FORMAT = 1
+FORMAT = 2
+ARTEFACT = DerivedArtefact("openvino-encoder", (XML_NAME, BIN_NAME), FORMAT)
 
 log = logging.getLogger("byoa_skills.runtimes")
 
@@ -42,7 +39,7 @@ log = logging.getLogger("byoa_skills.runtimes")
 @dataclass(frozen=True)
 class EncoderModel:
     """The encoder model to compile: the cached ``.xml`` (``path``) or, where the folder
-    cannot be written, an ``openvino.Model`` built in memory (``model``); ``built`` says
+    cannot be used, an ``openvino.Model`` built in memory (``model``); ``built`` says
     whether it was built by this call (``False``: read from a verified cache)."""
 
     path: Path | None
@@ -55,47 +52,29 @@ class EncoderModel:
         return str(self.path) if self.path is not None else self.model
 
 
-def cached_encoder_model(model_dir: str | os.PathLike[str]) -> EncoderModel:
+def cached_encoder_model(model_dir: str | os.PathLike[str], rebuild: bool = False) -> EncoderModel:
     """The OpenVINO encoder model of the CTranslate2 model in ``model_dir``, from a verified
-    cache, or built now (and cached). Raises ``FileNotFoundError`` without ``model.bin`` and
-    the builder's errors for a model.bin that is not a Whisper model."""
-    folder = Path(model_dir)
-    source = folder / "model.bin"
+    cache, or built now (and cached); ``rebuild`` builds it even where the cache verifies.
+    Raises ``FileNotFoundError`` without ``model.bin`` and the builder's errors for a
+    model.bin that is not a Whisper model."""
+    source = Path(model_dir) / "model.bin"
     if not source.is_file():
-        raise FileNotFoundError(f"no model.bin in {folder}")
+        raise FileNotFoundError(f"no model.bin in {Path(model_dir)}")
+    source_sha256 = file_sha256(source)
     try:
-        with locked(folder / LOCK_NAME):
-            source_sha256 = weights_sha256(source)
-            if _cache_problem(folder, source_sha256) is None:
+        with ARTEFACT.building(source_sha256) as folder:
+            if not rebuild and ARTEFACT.problem(folder, source_sha256) is None:
                 return EncoderModel(folder / XML_NAME, None, built=False)
             _write_cache(folder, source, source_sha256)
             return EncoderModel(folder / XML_NAME, None, built=True)
-    except OSError as error:  # a read-only folder: no lock, no cache
-        log.warning("event=openvino-cache-unwritable folder=%s reason=%r", folder, str(error))
+    except OSError as error:  # no folder of our own to keep it in: built in memory
+        log.warning("event=openvino-cache-unwritable reason=%r", str(error))
         return EncoderModel(None, build_encoder_model(read_ct2_variables(source)), built=True)
 
 
-def _cache_problem(folder: Path, source_sha256: str) -> str | None:
-    """Why the cache in ``folder`` cannot be used (logged, except a cache not made yet), or
-    None when it matches its record and ``model.bin``."""
-    try:
-        record = json.loads((folder / RECORD_NAME).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return "no cache yet"
-    except (OSError, ValueError) as error:
-        return _stale(folder, f"unreadable record: {error}")
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        return _stale(folder, "a record of another format")
-    if record.get("source_sha256") != source_sha256:
-        return _stale(folder, "model.bin changed since the build")
-    for name in (XML_NAME, BIN_NAME):
-        try:
-            digest = weights_sha256(folder / name)
-        except OSError as error:
-            return _stale(folder, f"{name} unreadable: {error}")
-        if record.get("files", {}).get(name) != digest:
-            return _stale(folder, f"{name} differs from its record")
-    return None
+def cache_folder(model_dir: str | os.PathLike[str]) -> Path:
+    """Where the cache of the model in ``model_dir`` lives (made private now)."""
+    return ARTEFACT.folder(file_sha256(Path(model_dir) / "model.bin"))
 
 
 def _write_cache(folder: Path, source: Path, source_sha256: str) -> None:
@@ -103,24 +82,14 @@ def _write_cache(folder: Path, source: Path, source_sha256: str) -> None:
 
     variables = read_ct2_variables(source)
     model = build_encoder_model(variables)
+    ARTEFACT.remove(folder)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".openvino-build-") as scratch:
         xml = Path(scratch) / XML_NAME
         # fp16 storage is exact for the catalog's float16 conversions; an int8 or float32
         # model.bin keeps float32 weights
         ov.save_model(model, str(xml), compress_to_fp16=_all_float16(variables))
-        files = {name: (Path(scratch) / name).read_bytes() for name in (BIN_NAME, XML_NAME)}
-    for name, data in files.items():
-        write_private(folder / name, data)
-    record = {
-        "format": FORMAT,
-        "source": "model.bin",
-        "source_sha256": source_sha256,
-        "openvino": ov.__version__,
-        "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
-        "bytes": sum(len(data) for data in files.values()),
-    }
-    write_private(folder / RECORD_NAME, (json.dumps(record, indent=2) + "\n").encode())
-    log.info("event=openvino-cache-written folder=%s bytes=%d", folder, record["bytes"])
+        files = {name: (Path(scratch) / name).read_bytes() for name in (XML_NAME, BIN_NAME)}
+    ARTEFACT.write(folder, source_sha256, files, openvino=ov.__version__)
 
 
 def _all_float16(variables: dict[str, Any]) -> bool:
@@ -129,8 +98,3 @@ def _all_float16(variables: dict[str, Any]) -> bool:
         for name, v in variables.items()
         if name.startswith("encoder/")
     )
-
-
-def _stale(folder: Path, reason: str) -> str:
-    log.warning("event=openvino-cache-rebuilt folder=%s reason=%r", folder, reason)
-    return reason

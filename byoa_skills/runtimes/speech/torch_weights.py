@@ -13,15 +13,15 @@ renames transformers' ``WhisperForConditionalGeneration`` weights, fuses some an
 
 The result keeps the stored dtype (float16 for the catalog's models): widening to float32 is
 exact and happens when a backend builds its model. It is cached as ``torch-model.safetensors``
-with ``torch-model.json``, which records the SHA-256 of the ``model.bin`` it came from and of
-itself: a cache whose source changed, or whose bytes differ from the record, is rebuilt, never
-used. Only numpy and the standard library are imported at module level; safetensors when the
-cache is read or written.
+with ``torch-model.json`` in this installation's own cache folder
+(:mod:`byoa_skills.runtimes.speech.derived`), which records the SHA-256 of the ``model.bin`` it
+came from and of itself: a cache whose source changed, or whose bytes differ from the record,
+is rebuilt, never used. Only numpy and the standard library are imported at module level;
+safetensors when the cache is read or written.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -34,14 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from byoa_skills.runtimes.speech.ct2_weights import read_ct2_model
-from byoa_skills.store.files import locked, write_private
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
 
-#: The cached state dict and its record, next to ``model.bin``.
+#: The cached state dict and its record.
 CACHE_NAME = "torch-model.safetensors"
 RECORD_NAME = "torch-model.json"
-LOCK_NAME = ".torch-model.lock"
 #: Bumped whenever the conversion changes, so that older caches are rebuilt.
-FORMAT = 1
+FORMAT = 2
+ARTEFACT = DerivedArtefact("torch-model", (CACHE_NAME,), FORMAT)
 #: Parameters transformers ties to another one; stored once.
 TIED = {"proj_out.weight": "model.decoder.embed_tokens.weight"}
 #: CTranslate2's ``Activation.GELU``, the only activation a Whisper spec has.
@@ -75,16 +75,21 @@ def load_whisper_weights(model_dir: str | os.PathLike[str]) -> WhisperWeights:
     Raises ``FileNotFoundError`` without ``model.bin``, :class:`ConversionError` (or the
     reader's ``Ct2FormatError``) for a model that cannot be converted.
     """
-    folder = Path(model_dir)
-    source = folder / "model.bin"
+    source = Path(model_dir) / "model.bin"
     if not source.is_file():
-        raise FileNotFoundError(f"no model.bin in {folder}")
+        raise FileNotFoundError(f"no model.bin in {Path(model_dir)}")
+    source_sha256 = file_sha256(source)
     try:
-        with locked(folder / LOCK_NAME):
-            return _cached_or_converted(folder, source)
-    except OSError as error:  # a read-only folder: no lock, no cache
-        log.warning("event=torch-cache-unwritable folder=%s reason=%r", folder, str(error))
+        with ARTEFACT.building(source_sha256) as folder:
+            return _cached_or_converted(folder, source, source_sha256)
+    except OSError as error:  # no folder of our own to keep it in: converted in memory
+        log.warning("event=torch-cache-unwritable reason=%r", str(error))
         return convert_model_bin(source)
+
+
+def cache_folder(model_dir: str | os.PathLike[str]) -> Path:
+    """Where the cache of the model in ``model_dir`` lives (made private now)."""
+    return ARTEFACT.folder(file_sha256(Path(model_dir) / "model.bin"))
 
 
 def convert_model_bin(path: str | os.PathLike[str]) -> WhisperWeights:
@@ -159,17 +164,7 @@ def hf_state_dict(variables: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return state
 
 
-def weights_sha256(path: str | os.PathLike[str]) -> str:
-    """The hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _cached_or_converted(folder: Path, source: Path) -> WhisperWeights:
-    source_sha256 = weights_sha256(source)
+def _cached_or_converted(folder: Path, source: Path, source_sha256: str) -> WhisperWeights:
     cached = _read_cache(folder, source_sha256)
     if cached is not None:
         return cached
@@ -183,25 +178,16 @@ def _read_cache(folder: Path, source_sha256: str) -> WhisperWeights | None:
     the reason logged (none when there is simply no cache yet)."""
     from safetensors.numpy import load
 
-    try:
-        record = json.loads((folder / RECORD_NAME).read_text(encoding="utf-8"))
-        data = (folder / CACHE_NAME).read_bytes()
-    except FileNotFoundError:
+    if ARTEFACT.problem(folder, source_sha256) is not None:
         return None
-    except (OSError, ValueError) as error:
-        return _stale(folder, f"unreadable: {error}")
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        return _stale(folder, "a record of another format")
-    if record.get("source_sha256") != source_sha256:
-        return _stale(folder, "model.bin changed since the conversion")
-    if record.get("sha256") != hashlib.sha256(data).hexdigest():
-        return _stale(folder, f"{CACHE_NAME} differs from its record")
     try:
+        data = (folder / CACHE_NAME).read_bytes()
         metadata = _safetensors_metadata(data)
         state = load(data)
         heads = int(metadata["encoder_heads"]), int(metadata["decoder_heads"])
-    except (ValueError, KeyError, struct.error) as error:
-        return _stale(folder, f"unreadable: {error}")
+    except (OSError, ValueError, KeyError, struct.error) as error:
+        log.warning("event=derived-rebuilt name=torch-model reason=%r", f"unreadable: {error}")
+        return None
     for tied, target in TIED.items():
         state[tied] = state[target]
     return WhisperWeights(state, heads[0], heads[1], converted=False)
@@ -216,23 +202,8 @@ def _write_cache(folder: Path, weights: WhisperWeights, source_sha256: str) -> N
         "encoder_heads": str(weights.encoder_heads),
         "decoder_heads": str(weights.decoder_heads),
     }
-    data = save(stored, metadata=metadata)
-    record = {
-        "format": FORMAT,
-        "source": "model.bin",
-        "source_sha256": source_sha256,
-        "file": CACHE_NAME,
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-    }
-    write_private(folder / CACHE_NAME, data)
-    write_private(folder / RECORD_NAME, (json.dumps(record, indent=2) + "\n").encode())
-    log.info("event=torch-cache-written folder=%s bytes=%d", folder, len(data))
-
-
-def _stale(folder: Path, reason: str) -> None:
-    log.warning("event=torch-cache-rebuilt folder=%s reason=%r", folder, reason)
-    return None
+    ARTEFACT.remove(folder)
+    ARTEFACT.write(folder, source_sha256, {CACHE_NAME: save(stored, metadata=metadata)})
 
 
 def _safetensors_metadata(data: bytes) -> dict[str, str]:

@@ -5,6 +5,7 @@ faster-whisper is imported by :meth:`WhisperCT2Backend.load`, not when this modu
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import zlib
@@ -31,6 +32,8 @@ from byoa_skills.runtimes.speech.vad import load_vad, speech_only
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
+
+log = logging.getLogger("byoa_skills.runtimes")
 
 #: The devices a backend runs on.
 DEVICES = ("cpu", "cuda")
@@ -134,7 +137,7 @@ class WhisperCT2Backend(SpeechBackend):
             self._vad_options = load_vad(self.options)
         if self._encoder.openvino:
             self._openvino = self._load_openvino()
-        elif self.wide_threads:
+        if not self._encoder.openvino and self.wide_threads:
             import ctranslate2
 
             self._wide = ctranslate2.models.Whisper(
@@ -148,12 +151,27 @@ class WhisperCT2Backend(SpeechBackend):
 
     def _load_openvino(self) -> dict[bool, Any]:
         """The OpenVINO encoder compiled on ``cpu_threads`` (key False) and, with
-        ``wide_threads``, on those (key True), from the verified cache beside ``model.bin``."""
+        ``wide_threads``, on those (key True), from the verified cache. A cache that does not
+        load is rebuilt once; when that fails too, CTranslate2's own encoder runs (an empty
+        dict), and :attr:`encoder` says why: a derived file never stops the engine."""
         from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+
+        try:
+            return self._compile_openvino(cached_encoder_model(self.model_dir))
+        except Exception as error:  # OpenVINO's own errors: a damaged or foreign graph
+            log.warning("event=openvino-encoder-rebuild reason=%r", _one_line(error))
+        try:
+            return self._compile_openvino(cached_encoder_model(self.model_dir, rebuild=True))
+        except Exception as error:
+            why = f"the OpenVINO encoder did not load: {_one_line(error)}"
+            log.error("event=openvino-encoder-fallback reason=%r", why)
+            self._encoder = EncoderChoice("ctranslate2", self.compute_type, why)
+            return {}
+
+    def _compile_openvino(self, model: Any) -> dict[bool, Any]:
         from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
 
-        source = cached_encoder_model(self.model_dir).source
-        precision = self._encoder.precision
+        source, precision = model.source, self._encoder.precision
         compiled = {False: OpenVINOEncoder(source, precision=precision, threads=self.cpu_threads)}
         if self.wide_threads:
             compiled[True] = OpenVINOEncoder(source, precision=precision, threads=self.wide_threads)
@@ -638,3 +656,9 @@ def _transcript(text: str, language: str | None, probability: float, began: floa
         language_probability=probability,
         seconds=time.perf_counter() - began,
     )
+
+
+def _one_line(error: BaseException) -> str:
+    """An error's first line, at most 200 characters, with its type when it says nothing."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text[:200]

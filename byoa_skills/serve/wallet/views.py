@@ -79,6 +79,8 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
             model=config.model_name,
             device=str(config.device),
             backend=str(config.backend),
+            encoder=pool.encoder.label,
+            encoderReason=pool.encoder.reason,
             ready=pool.ready,
             queued=pool.queue_depth,
             busy=pool.busy_workers,

@@ -952,6 +952,7 @@ async function loadEngine() {
   }
   box.append(el('h3', { text: 'Speech' }), facts([
     ['Model', speech.model], ['Device', speech.device], ['Backend', speech.backend],
+    ['Encoder', speech.encoder ? speech.encoder + (speech.encoderReason ? ' (' + speech.encoderReason + ')' : '') : ''],
     ['Ready', speech.running ? (speech.ready ? 'yes' : 'not yet') : 'no speech model runs'],
     ['Workers', workers.children.length ? workers
       : (speech.letGo ? 'let go while idle; the next call starts them' : 'none')],

@@ -1,0 +1,121 @@
+"""Files derived from a model's ``model.bin`` (the OpenVINO encoder graph, the torch weights),
+kept in this installation's own cache folder and trusted only there.
+
+An artefact ``NAME`` of the model whose ``model.bin`` has SHA-256 ``S`` lives in
+``<cache>/derived/S[:16]/`` (``<cache>`` is the user's cache folder, ``$BYOA_SKILLS_HOME/cache``
+when set), made with mode 0700; a folder there owned by another user or writable by every user
+is refused (:class:`~byoa_skills.store.files.UnsafePathError`), and nothing is cached. Its
+record ``NAME.json`` says the format, ``S`` and each file's SHA-256. Nothing is read from
+beside ``model.bin``: whoever can write a shared model folder cannot choose what runs. A record
+of another format, of another ``model.bin`` or whose files differ from it (a damaged or
+truncated file) is rebuilt, never used; building runs under a lock, so workers starting
+together build once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from byoa_skills.store import paths
+from byoa_skills.store.files import locked, private_folder, write_private
+
+log = logging.getLogger("byoa_skills.runtimes")
+
+#: The folder of every derived artefact, in the user's cache folder.
+DERIVED_FOLDER = "derived"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class DerivedArtefact:
+    """One kind of artefact: its ``name`` (the record is ``NAME.json``), the ``files`` it is
+    made of, and its ``format`` (bumped whenever the way it is made changes)."""
+
+    name: str
+    files: tuple[str, ...]
+    format: int
+
+    def folder(self, source_sha256: str) -> Path:
+        """Where the artefact of that ``model.bin`` lives, made private now. Raises
+        ``OSError`` (``UnsafePathError`` among them) when it cannot be used."""
+        root = private_folder(paths.cache_dir() / DERIVED_FOLDER)
+        return private_folder(root / source_sha256[:16])
+
+    @contextlib.contextmanager
+    def building(self, source_sha256: str) -> Iterator[Path]:
+        """The artefact's folder, locked against other processes for the time of the
+        ``with`` block. Raises ``OSError`` when it cannot be used."""
+        folder = self.folder(source_sha256)
+        with locked(folder / f".{self.name}.lock"):
+            yield folder
+
+    def problem(self, folder: Path, source_sha256: str) -> str | None:
+        """Why the artefact in ``folder`` cannot be used (logged, except one not made yet),
+        or None when it matches its record and ``model.bin``."""
+        try:
+            record = json.loads((folder / f"{self.name}.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return "not built yet"
+        except (OSError, ValueError) as error:
+            return self._stale(folder, f"unreadable record: {error}")
+        if not isinstance(record, dict) or record.get("format") != self.format:
+            return self._stale(folder, "a record of another format")
+        if record.get("source_sha256") != source_sha256:
+            return self._stale(folder, "model.bin changed since the build")
+        listed = record.get("files")
+        for name in self.files:
+            try:
+                digest = file_sha256(folder / name)
+            except OSError as error:
+                return self._stale(folder, f"{name} unreadable: {error}")
+            if not isinstance(listed, dict) or listed.get(name) != digest:
+                return self._stale(folder, f"{name} differs from its record")
+        return None
+
+    def write(
+        self, folder: Path, source_sha256: str, files: Mapping[str, bytes], **facts: Any
+    ) -> int:
+        """Write the files (atomically, mode 0600), then the record that vouches for them;
+        the bytes written."""
+        for name, data in files.items():
+            write_private(folder / name, data)
+        record = {
+            "format": self.format,
+            "source": "model.bin",
+            "source_sha256": source_sha256,
+            **facts,
+            "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+            "bytes": sum(len(data) for data in files.values()),
+        }
+        text = json.dumps(record, indent=2) + "\n"
+        write_private(folder / f"{self.name}.json", text.encode())
+        log.info(
+            "event=derived-written name=%s folder=%s bytes=%d", self.name, folder, record["bytes"]
+        )
+        return int(record["bytes"])
+
+    def remove(self, folder: Path) -> None:
+        """Remove the record, then the files (so a damaged artefact is built again)."""
+        for name in (f"{self.name}.json", *self.files):
+            with contextlib.suppress(FileNotFoundError):
+                (folder / name).unlink()
+
+    def _stale(self, folder: Path, reason: str) -> str:
+        log.warning("event=derived-rebuilt name=%s folder=%s reason=%r", self.name, folder, reason)
+        return reason
