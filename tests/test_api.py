@@ -175,6 +175,7 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
         "status": "ok",
         "store": {"ok": True, "pendingChanges": 0},
         "encoder": ENCODER,
+        "pid": engine.process.pid,
     }
     assert len(engine.workers()) == 2
     assert engine.get("/metrics", token=None)[0] == 401

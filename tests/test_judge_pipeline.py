@@ -397,11 +397,12 @@ def test_a_call_to_a_source_that_costs_money_waits_for_the_judge(
     assert seen["reached while asked"] == 0
     assert len(paid_source.recorded.requests) == reached
     assert last_call(judged_engine)["judge"] == "purpose-judge-unavailable"
-    # allowed by the judge, the call then reaches the paid source, once
+    # allowed by the judge, the call then reaches the paid source, once (this scripted
+    # source answers a whole JSON body to a streamed request: what it answers is not the point)
     assert set_judge(judged_engine, on=True, model="judge/judge")["ok"]
     JUDGE["answer"] = "allowed: a geography question"
     frames = streamed(judged_engine, grant_id, "Name one river in Peru.")
-    assert frames[-1]["ok"] is True
+    assert frames[-1]["type"] == "result"
     assert len(paid_source.recorded.requests) == reached + 1
     assert set_judge(judged_engine, on=False, model=None)["ok"]
 

@@ -182,7 +182,7 @@ def test_a_stop_never_waits_on_the_visitor(engine_home: Path, waiting: int) -> N
         engine.wait_ready()
         askers = [
             threading.Thread(
-                target=page_request, args=(engine, f"https://s{n}.example.org", answers)
+                target=page_request, args=(engine, f"https://game.party{n}.example", answers)
             )
             for n in range(waiting)
         ]

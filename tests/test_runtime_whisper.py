@@ -29,6 +29,9 @@ from byoa_skills.runtimes.speech import (
     load_backend,
 )
 
+#: The backends here encode with ``auto``'s encoder: run again with each one forced.
+pytestmark = pytest.mark.encoder
+
 SPEECH = Path(__file__).parent / "data" / "speech"
 CLIPS = {c["file"]: c for c in json.loads((SPEECH / "clips.json").read_text(encoding="utf-8"))}
 THREADS = 2
@@ -187,14 +190,22 @@ def test_same_clip_gives_same_text(base: SpeechBackend) -> None:
     assert first.language_probability == second.language_probability
 
 
+@pytest.fixture(scope="module")
+def base_ct2(whisper_model_dir: Callable[[str], Path]) -> SpeechBackend:
+    """``base`` with CTranslate2's own encoder, whatever ``auto`` picks on this CPU."""
+    return load_backend(
+        whisper_model_dir("base"), cpu_threads=THREADS, encoder_backend="ctranslate2"
+    )
+
+
 @pytest.mark.parametrize(("file", "language"), [("jfk.wav", "en"), ("ru-thanks.wav", "ru")])
 def test_text_equals_faster_whisper_transcribe(
-    base: SpeechBackend, whisper_model_dir: Callable[[str], Path], file: str, language: str
+    base_ct2: SpeechBackend, whisper_model_dir: Callable[[str], Path], file: str, language: str
 ) -> None:
     """The shared encoder pass decodes exactly what faster-whisper's own transcribe() does
-    with the same options."""
+    with the same options, on the same encoder (CTranslate2's: faster-whisper has no other)."""
     expected = faster_whisper_text(whisper_model_dir("base"), samples(file), language, THREADS)
-    assert base.transcribe(samples(file), language).text == expected
+    assert base_ct2.transcribe(samples(file), language).text == expected
 
 
 # --- Refusals -----------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             _print_list(store.list(), args.json)
             return EXIT_OK
         origin = normalize_origin(args.origin)
-        where = find_running_engine(args.port, "sites")
+        where = find_running_engine(getattr(args, "port", None), "sites")
         if where.state == "unreachable":
             print(f"byoa-skills sites: {where.message}: nothing changed", file=sys.stderr)
             return EXIT_NOT_TOLD
