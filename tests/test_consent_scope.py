@@ -427,8 +427,9 @@ def test_links_arriving_together_count_against_the_four_at_once(wallet: Engine) 
     manifest64 = encode_manifest(SPEECH)
 
     async def main() -> list[dict[str, Any]]:
+        # eight parties (a consent waits per party); a declined link contacts nobody
         links = [
-            build_link(f"ws://localhost:{9000 + i}/byoa", manifest64, "S" * 22 + f"{i:06d}")
+            build_link(f"wss://game.party{i}.example/byoa", manifest64, "S" * 22 + f"{i:06d}")
             for i in range(8)
         ]
         async with visitor(wallet) as page:

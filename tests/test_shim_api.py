@@ -281,7 +281,7 @@ def test_the_activity_and_sites_commands_read_what_the_engine_wrote(engine: Engi
     origin = "https://cli.example.org"
     grant_id = new_grant(engine, origin=origin)
     call(engine, grant_id, "audio.transcribe", HELLO, language="en")
-    env = {**os.environ, "BYOA_SKILLS_HOME": str(engine.home)}
+    env = {**os.environ, "BYOA_SKILLS_HOME": str(engine.home), "BYOA_SKILLS_TOKEN": TOKEN}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -301,5 +301,6 @@ def test_the_activity_and_sites_commands_read_what_the_engine_wrote(engine: Engi
     assert {"origin": origin, "state": "blocked"}.items() <= next(
         site for site in listed if site["origin"] == origin
     ).items()
+    # the command found the running engine (its record) and told it: the grant ended
     status, answer = call(engine, grant_id, "audio.transcribe", HELLO)
-    assert (status, answer["code"]) == (403, "site-blocked")
+    assert (status, answer["code"]) == (404, "unknown-grant")

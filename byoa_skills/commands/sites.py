@@ -134,7 +134,13 @@ def _said(
     if not answer.get("ok"):
         code = answer.get("code")
         print(f"byoa-skills: refused: {code}: {answer.get('message')}", file=sys.stderr)
-        return EXIT_NOT_TOLD if code == "no-answer" else EXIT_USAGE
+        if code == "unauthorized":  # an engine runs, with another token: nothing changed
+            print(
+                f"byoa-skills sites: {where.message} has another token (--token or "
+                "$BYOA_SKILLS_TOKEN): nothing changed",
+                file=sys.stderr,
+            )
+        return EXIT_NOT_TOLD if code in ("no-answer", "unauthorized") else EXIT_USAGE
     if args.sites_command == "decide-on-my-own":
         done = f"decide on my own: {args.setting} for {origin}"
         nothing = f"decide on my own is already {args.setting} for {origin}"
