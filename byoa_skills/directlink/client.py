@@ -28,7 +28,7 @@ from byoa_skills.directlink.addresses import AddressRefused, PinnedResolver, res
 from byoa_skills.directlink.check import LinkCheck
 from byoa_skills.protocol.frames import (
     LINK_CLOSE,
-    MAX_FRAME_BYTES,
+    READ_LIMIT_BYTES,
     Call,
     Close,
     Error,
@@ -203,7 +203,7 @@ class DirectLink:
         ) as client:
             try:
                 ws = await client.ws_connect(
-                    check.endpoint, max_msg_size=MAX_FRAME_BYTES, autoping=True, heartbeat=None
+                    check.endpoint, max_msg_size=READ_LIMIT_BYTES, autoping=True, heartbeat=None
                 )
             except (aiohttp.ClientError, OSError) as error:
                 log.info(

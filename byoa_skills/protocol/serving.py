@@ -20,6 +20,7 @@ from aiohttp import WSMessage, WSMsgType
 
 from byoa_skills.protocol.frames import (
     CLOSE_NOT_READING,
+    MESSAGE_TOO_LARGE,
     Bye,
     Call,
     Close,
@@ -113,7 +114,7 @@ async def serve_calls(
                 reaction = refused(error)
                 if isinstance(reaction, Close):
                     await ws.close(code=reaction.code, message=reaction.reason)
-                    return "malformed"
+                    return "too-large" if error.code == MESSAGE_TOO_LARGE else "malformed"
                 if reaction is not None:
                     await pending.send(reaction)
                 frame = None
