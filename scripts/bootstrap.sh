@@ -48,9 +48,10 @@ case ",$extras," in *,dev,*) editable="-e" ;; *) editable="" ;; esac
 # does not tell builds with other flags apart).
 case ",$extras," in *,dev,*)
     llama="llama-cpp-python==$LLAMA_CPP_VERSION"
-    flags=""
+    # only the library the server loads: not the multimodal one (mtmd), which no test uses
+    flags="-DLLAVA_BUILD=OFF"
     if [ "$(uname -m)" = x86_64 ]; then
-        flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+        flags="$flags -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
         flags="$flags -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF"
     fi
     key=$(printf '%s %s' "$llama" "$flags" | cksum | cut -d' ' -f1)
