@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from engine import TOKEN, Engine, free_port
 from sitekit import until, with_site
 from speech import SPEECH
+from test_direct_link import take_link
 
 from byoa_skills.demos.site.demo import SiteDemo
 from byoa_skills.serve.engine_record import (
@@ -150,14 +150,7 @@ def test_pause_resume_and_forget_without_a_port_reach_the_connected_site(engine:
 
     async def body(demo: SiteDemo) -> None:
         session, link = demo.new_code("127.0.0.1")
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with (
-            aiohttp.ClientSession() as client,
-            client.post(
-                f"{engine.url}/v1/links", json={"link": link, "decision": "allow"}, headers=headers
-            ) as response,
-        ):
-            origin = (await response.json())["origin"]
+        origin = (await take_link(engine, link))["origin"]
         connection = demo.connections[0]
         seen["origin"] = origin
         seen["pause"] = await run("pause", origin)
