@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine import TOKEN, free_port
+from engine import TOKEN, Engine, free_port
 from speech import SPEECH
 
 from byoa_skills.consent.scope import Scope
@@ -86,6 +86,14 @@ def test_a_message_is_a_native_order_length_and_utf8_json() -> None:
 def test_a_message_over_1_mb_is_never_encoded() -> None:
     with pytest.raises(MessageTooLarge):
         encode_message({"id": 1, "ok": True, "output": {"text": "x" * MAX_TO_BROWSER}})
+
+
+def test_the_host_finds_the_running_engine_where_its_record_says(engine: Engine) -> None:
+    # installed for one port, while the visitor's engine listens on another
+    ahead = framed({"id": 1, "type": "release", "origin": PAGE, "grantId": "g"})
+    done = run_host(engine.home, ahead, f"--port={free_port()}", "--no-start")
+    assert done.returncode == 0, done.stderr
+    assert f"event=host-engine url={engine.url} found=running".encode() in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import sys
 
 from byoa_skills.commands.serve import DEFAULT_PORT
 from byoa_skills.extension.host import EngineStarter, NativeHost
+from byoa_skills.serve.engine_record import locate_engine
 from byoa_skills.serve.token import TOKEN_ENV, UnsafePathError, load_or_create_token
 from byoa_skills.store import paths
 
@@ -80,7 +81,13 @@ def run(args: argparse.Namespace) -> int:
             *args.serve_arg,
         ]
     starter = EngineStarter(argv, paths.data_dir() / ENGINE_LOG)
-    host = NativeHost(f"http://127.0.0.1:{args.port}", token, starter)
+    # the engine this home runs, wherever its record says it listens; else the installed port
+    where = asyncio.run(locate_engine())
+    url = str(where.url) if where.running else f"http://127.0.0.1:{args.port}"
+    logging.getLogger("byoa_skills.native_host").info(
+        "event=host-engine url=%s found=%s", url, where.state
+    )
+    host = NativeHost(url, token, starter)
     try:
         return asyncio.run(host.run(sys.stdin.buffer, stdout))
     except KeyboardInterrupt:
