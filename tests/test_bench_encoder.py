@@ -3,10 +3,13 @@ scenario itself runs by name only, on the machine being measured)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from byoa_skills.bench import report
+from byoa_skills.bench.roofline import EncoderShape, peak_gflops, precision_of
 from byoa_skills.bench.scenarios import BY_NAME_ONLY, default_names
+from byoa_skills.models import model_path
 
 
 def entry(bf16: bool) -> dict[str, Any]:
@@ -59,3 +62,37 @@ def test_the_run_prints_the_table_and_only_a_named_run_measures_it() -> None:
     assert table.row_count == 6 and len(table.columns) == 7
     assert report.tables({"scenarios": {"encoder": {"status": "skipped"}}}) == []
     assert "encoder" in BY_NAME_ONLY and "encoder" not in default_names()
+
+
+def test_the_roofline_counts_the_encoders_work_from_its_shapes(engine_home: Path) -> None:
+    base = EncoderShape.of_model(model_path("base", cache_dir=engine_home / "cache" / "models"))
+    assert (base.mels, base.width, base.ffn, base.layers) == (80, 512, 2048, 6)
+    # about 43.6 GMAC for the whole 30 s window; the attention's T² term grows fastest
+    assert 43.0e9 < base.macs(30) < 44.5e9
+    assert base.macs(5) < base.macs(30) / 6
+    assert [precision_of(b) for b in ("ctranslate2-int8", "openvino-bf16", "openvino-f32")] == [
+        "int8",
+        "bf16",
+        "f32",
+    ]
+
+
+def test_the_probe_measures_a_rate_for_each_precision() -> None:
+    rates = {precision: peak_gflops(precision, 1, rounds=2) for precision in ("f32", "int8")}
+    assert all(rate > 1 for rate in rates.values()), rates
+
+
+def test_the_report_says_the_roofline_at_the_whole_window() -> None:
+    figures = entry(bf16=False)
+    figures["roofline"] = {
+        "gmac": {"5": 5.9, "30": 43.7},
+        "peak_gflops": {"f32": {"1": 150.0, "2": 290.0}, "int8": {"1": 840.0, "2": 1240.0}},
+        "achieved_gflops": {
+            b: {"1": {"30": 100.0}, "2": {"30": 180.0}} for b in figures["backends"]
+        },
+        "share_of_peak": {b: {"1": {"30": 0.5}, "2": {"30": 0.25}} for b in figures["backends"]},
+    }
+    said = report._scenario_lines("encoder", figures)[-1]
+    assert "Roofline at the 30 s window (43.7 GMAC)" in said
+    assert "f32 150 / 290; int8 840 / 1240" in said
+    assert "ctranslate2-int8 100 (50%) / 180 (25%)" in said

@@ -8,7 +8,9 @@ them. Beside the times: each backend's agreement with CTranslate2 float32 (the m
 similarity of the encoder output's frames, per window, over the real clips), and the word
 edits of its transcripts (the engine's decode, the clip's language given, the decoder
 CTranslate2's int8 one) against CTranslate2 int8's. The CPU ISA CTranslate2 selects is
-recorded from its own log.
+recorded from its own log. And the roofline (:mod:`byoa_skills.bench.roofline`): each window's
+GMAC, each backend's achieved rate at its p50, and its share of the CPU's peak for its
+precision, measured by a matrix-multiply probe in the same run.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def run(ctx: Context) -> dict[str, Any]:
             ctx.reporter.advance()
     del encoders
 
+    ctx.reporter.step("encoder, the CPU's peak per precision")
+    roofline = _roofline(ctx, times, backends, bf16)
     words = _word_edits(ctx, clips, backends, bf16)
     timing = {
         backend: {
@@ -124,7 +128,38 @@ def run(ctx: Context) -> dict[str, Any]:
         "bf16_units": bf16,
         "cpu_flags_bf16": sorted(set((cpu_flags() or "").split()) & {"avx512_bf16", "amx_bf16"}),
         "ct2_isa": _ct2_isa(ctx),
+        "roofline": roofline,
     }
+
+
+def _roofline(
+    ctx: Context,
+    times: dict[str, dict[str, dict[str, list[list[float]]]]],
+    backends: list[str],
+    bf16: bool,
+) -> dict[str, Any]:
+    """Each window's GMAC; the CPU's peak per precision and thread count (G operations a
+    second); each backend's achieved rate at its median and its share of that peak."""
+    from byoa_skills.bench.roofline import EncoderShape, peak_gflops, precision_of
+
+    shape = EncoderShape.of_model(ctx.model_dir)
+    gmac = {f"{w:g}": shape.macs(w) / 1e9 for w in WINDOWS}
+    precisions = ["f32", "int8", *(["bf16"] if bf16 else [])]
+    peak = {p: {f"{t}": peak_gflops(p, t) for t in THREADS} for p in precisions}
+    achieved: dict[str, dict[str, dict[str, float]]] = {}
+    share: dict[str, dict[str, dict[str, float]]] = {}
+    for backend in backends:
+        achieved[backend], share[backend] = {}, {}
+        for t in THREADS:
+            by_window = times[backend][f"{t}"]
+            rates = {
+                w: 2 * gmac[w] / float(np.median([x for r in rounds for x in r]))
+                for w, rounds in by_window.items()
+            }
+            achieved[backend][f"{t}"] = rates
+            top = peak[precision_of(backend)][f"{t}"]
+            share[backend][f"{t}"] = {w: rate / top for w, rate in rates.items()}
+    return {"gmac": gmac, "peak_gflops": peak, "achieved_gflops": achieved, "share_of_peak": share}
 
 
 def _encoders(ctx: Context, threads: int, bf16: bool) -> dict[str, Encode]:
@@ -247,5 +282,32 @@ def summary_line(entry: dict[str, Any]) -> str:
     units = "yes" if entry["bf16_units"] else "no (OpenVINO runs f32 only; bf16 not measured)"
     return (
         f"Word edits against {DEFAULT}'s transcripts on {entry['clips']} real clips: {words}. "
-        f"bf16 units: {units}. CTranslate2's ISA: {entry['ct2_isa']}."
+        f"bf16 units: {units}. CTranslate2's ISA: {entry['ct2_isa']}.{_roofline_words(entry)}"
+    )
+
+
+def _roofline_words(entry: dict[str, Any]) -> str:
+    """The roofline at the whole window, in sentences ("" for a run without one)."""
+    roofline = entry.get("roofline")
+    if not roofline:
+        return ""
+    window = f"{max(entry['windows_s']):g}"
+    peaks = "; ".join(
+        f"{precision} " + " / ".join(f"{v:.0f}" for v in by_threads.values())
+        for precision, by_threads in roofline["peak_gflops"].items()
+    )
+    threads = " / ".join(f"{t}" for t in entry["threads"])
+    rates = "; ".join(
+        f"{backend} "
+        + " / ".join(
+            f"{roofline['achieved_gflops'][backend][t][window]:.0f} "
+            f"({roofline['share_of_peak'][backend][t][window]:.0%})"
+            for t in roofline["achieved_gflops"][backend]
+        )
+        for backend in entry["backends"]
+    )
+    return (
+        f" Roofline at the {window} s window ({roofline['gmac'][window]:.1f} GMAC), G operations "
+        f"a second on {threads} threads: the CPU's peak (matrix-multiply probe) {peaks}; "
+        f"achieved at the p50 (share of its precision's peak) {rates}."
     )
