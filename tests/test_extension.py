@@ -440,8 +440,10 @@ def test_a_closed_tab_frees_its_grant_and_another_origin_cannot_use_it(
 def test_a_paused_site_a_declined_consent_and_no_engine_give_the_same_null(
     wallet: Engine, profile: Path, tmp_path: Path
 ) -> None:
-    nowhere = tmp_path / "nowhere-profile"  # its host names a port no engine listens on
-    install_host(wallet.home, nowhere, free_port())
+    # its host names a port no engine listens on, in a home where no engine runs (in the
+    # wallet's home the host would find the running engine where its record says)
+    nowhere = tmp_path / "nowhere-profile"
+    install_host(tmp_path / "nowhere-home", nowhere, free_port())
 
     async def ask(context: Any, url: str, consent: Any = None) -> Any:
         page = await context.new_page()
