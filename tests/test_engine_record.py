@@ -154,15 +154,15 @@ def test_pause_resume_and_forget_without_a_port_reach_the_connected_site(engine:
         connection = demo.connections[0]
         seen["origin"] = origin
         seen["pause"] = await run("pause", origin)
-        await until(lambda: len(connection.grants) >= 2, "the paused grant frame", 5)
+        await until(lambda: len(connection.grants) >= 2, "the paused grant frame")
         seen["paused grant"] = connection.grants[-1]
         seen["paused call"] = await demo.transcribe(session, NORWAY, "en", timeout=30)
         seen["resume"] = await run("resume", origin)
-        await until(lambda: len(connection.grants) >= 3, "the resumed grant frame", 5)
+        await until(lambda: len(connection.grants) >= 3, "the resumed grant frame")
         seen["resumed grant"] = connection.grants[-1]
         seen["resumed call"] = await demo.transcribe(session, NORWAY, "en")
         seen["forget"] = await run("forget", origin)
-        await until(lambda: connection.closed, "the link to end", 5)
+        await until(lambda: connection.closed, "the link to end")
         seen["bye"] = connection.said_bye
         seen["close"] = connection.ws.close_code
 
