@@ -208,7 +208,16 @@ def streamed(engine: Engine, grant_id: str, question: str) -> list[dict[str, Any
                 frames.append(json.loads(message.data))
         return frames
 
-    return asyncio.run(run())
+    before = len(call_entries(engine.activity()))
+    frames = asyncio.run(run())
+    # the engine's writer commits the call's entry just after the answer: wait for it
+    engine.activity_once(lambda entries: len(call_entries(entries)) > before)
+    return frames
+
+
+def call_entries(entries: list[str]) -> list[dict[str, Any]]:
+    """The ``call`` entries of the activity log, oldest first."""
+    return [e for e in map(json.loads, entries) if e.get("kind") == "call"]
 
 
 def set_judge(engine: Engine, **change: Any) -> Any:
@@ -216,8 +225,7 @@ def set_judge(engine: Engine, **change: Any) -> Any:
 
 
 def last_call(engine: Engine) -> dict[str, Any]:
-    calls = [json.loads(e) for e in engine.activity() if json.loads(e).get("kind") == "call"]
-    return calls[-1]
+    return call_entries(engine.activity())[-1]
 
 
 def test_an_off_purpose_call_is_held_and_none_of_it_reaches_the_site(
