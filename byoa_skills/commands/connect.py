@@ -136,18 +136,19 @@ def _ask() -> str:
 
 
 async def _hand_over(url: str, token: str, link: str, decision: str) -> dict[str, Any] | None:
-    """The answer of the engine at ``url`` to the link, or None when no engine answers."""
+    """The answer of the engine at ``url`` (found answering) to the link, or None when it
+    went away before taking it."""
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=CONSENT_SECONDS + 60)  # the visitor may take 120 s
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        try:
-            async with session.get(f"{url}/health"):
-                pass
-        except aiohttp.ClientError:
-            return None
-        body = {"link": link, "decision": decision}
-        async with session.post(f"{url}/v1/links", json=body, headers=headers) as response:
+    body = {"link": link, "decision": decision}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(f"{url}/v1/links", json=body, headers=headers) as response,
+        ):
             return await response.json()
+    except aiohttp.ClientConnectionError:  # it went away since it was found
+        return None
 
 
 def _refuse(activity: ActivityLog, origin: str | None, code: str, message: str) -> int:

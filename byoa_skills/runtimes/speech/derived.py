@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.models.verify import hash_file
 from byoa_skills.store import paths
 from byoa_skills.store.files import locked, private_folder, write_private
 
@@ -34,12 +35,8 @@ DERIVED_FOLDER = "derived"
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """The hex SHA-256 of a file's bytes (the model cache's own :func:`hash_file`)."""
+    return hash_file(Path(path))[1]
 
 
 @dataclass(frozen=True)
@@ -109,12 +106,6 @@ class DerivedArtefact:
             "event=derived-written name=%s folder=%s bytes=%d", self.name, folder, record["bytes"]
         )
         return int(record["bytes"])
-
-    def remove(self, folder: Path) -> None:
-        """Remove the record, then the files (so a damaged artefact is built again)."""
-        for name in (f"{self.name}.json", *self.files):
-            with contextlib.suppress(FileNotFoundError):
-                (folder / name).unlink()
 
     def _stale(self, folder: Path, reason: str) -> str:
         log.warning("event=derived-rebuilt name=%s folder=%s reason=%r", self.name, folder, reason)

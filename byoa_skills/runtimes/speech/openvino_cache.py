@@ -82,7 +82,6 @@ def _write_cache(folder: Path, source: Path, source_sha256: str) -> None:
 
     variables = read_ct2_variables(source)
     model = build_encoder_model(variables)
-    ARTEFACT.remove(folder)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".openvino-build-") as scratch:
         xml = Path(scratch) / XML_NAME
         # fp16 storage is exact for the catalog's float16 conversions; an int8 or float32

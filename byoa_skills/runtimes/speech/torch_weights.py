@@ -202,7 +202,6 @@ def _write_cache(folder: Path, weights: WhisperWeights, source_sha256: str) -> N
         "encoder_heads": str(weights.encoder_heads),
         "decoder_heads": str(weights.decoder_heads),
     }
-    ARTEFACT.remove(folder)
     ARTEFACT.write(folder, source_sha256, {CACHE_NAME: save(stored, metadata=metadata)})
 
 
