@@ -97,8 +97,6 @@ def run(ctx: Context) -> dict[str, Any]:
             ctx.reporter.advance()
     del encoders
 
-    ctx.reporter.step("encoder, the CPU's peak per precision")
-    roofline = _roofline(ctx, times, backends, bf16)
     words = _word_edits(ctx, clips, backends, bf16)
     timing = {
         backend: {
@@ -110,6 +108,8 @@ def run(ctx: Context) -> dict[str, Any]:
         }
         for backend, by_threads in times.items()
     }
+    ctx.reporter.step("encoder, the CPU's peak per precision")
+    roofline = _roofline(ctx, timing, bf16)
     return {
         "backends": backends,
         "windows_s": list(WINDOWS),
@@ -133,13 +133,11 @@ def run(ctx: Context) -> dict[str, Any]:
 
 
 def _roofline(
-    ctx: Context,
-    times: dict[str, dict[str, dict[str, list[list[float]]]]],
-    backends: list[str],
-    bf16: bool,
+    ctx: Context, timing: dict[str, dict[str, dict[str, dict[str, float]]]], bf16: bool
 ) -> dict[str, Any]:
     """Each window's GMAC; the CPU's peak per precision and thread count (G operations a
-    second); each backend's achieved rate at its median and its share of that peak."""
+    second); each backend's achieved rate at its p50 (``timing``'s) and its share of that
+    peak."""
     from byoa_skills.bench.roofline import EncoderShape, peak_gflops, precision_of
 
     shape = EncoderShape.of_model(ctx.model_dir)
@@ -148,14 +146,10 @@ def _roofline(
     peak = {p: {f"{t}": peak_gflops(p, t) for t in THREADS} for p in precisions}
     achieved: dict[str, dict[str, dict[str, float]]] = {}
     share: dict[str, dict[str, dict[str, float]]] = {}
-    for backend in backends:
+    for backend, by_threads in timing.items():
         achieved[backend], share[backend] = {}, {}
         for t in THREADS:
-            by_window = times[backend][f"{t}"]
-            rates = {
-                w: 2 * gmac[w] / float(np.median([x for r in rounds for x in r]))
-                for w, rounds in by_window.items()
-            }
+            rates = {w: 2 * gmac[w] / stats["p50"] for w, stats in by_threads[f"{t}"].items()}
             achieved[backend][f"{t}"] = rates
             top = peak[precision_of(backend)][f"{t}"]
             share[backend][f"{t}"] = {w: rate / top for w, rate in rates.items()}
