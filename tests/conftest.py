@@ -2,12 +2,19 @@
 
 ``--encoder SETTING`` (or ``$BYOA_SKILLS_ENCODER``) runs every engine and backend whose
 encoder is ``auto`` on that encoder instead (``ctranslate2``, ``openvino-f32``,
-``openvino-bf16``); ``-m encoder`` picks the tests whose outcome depends on the encoder.
+``openvino-bf16``, ``openvino-int8``); ``-m encoder`` picks the tests whose outcome depends
+on the encoder.
+
+Every engine and backend of one run keeps its derived encoder files (the OpenVINO graphs, the
+int8 encoder that takes tens of seconds to quantize) in one folder, ``$BYOA_SKILLS_DERIVED``,
+made for the run and removed after it, whatever home it serves: built once, not once a home.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +23,14 @@ from engine import Engine, start_engine
 from llama import LlamaServer, start_llama
 
 from byoa_skills.models import ensure_model
+from byoa_skills.runtimes.speech.derived import DERIVED_ENV
 from byoa_skills.runtimes.speech.encoder_choice import (
     ENCODER_BACKENDS,
     ENCODER_ENV,
     choose_encoder,
 )
+
+_MADE_DERIVED = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +45,16 @@ def pytest_configure(config: pytest.Config) -> None:
     forced = config.getoption("--encoder")
     if forced:
         os.environ[ENCODER_ENV] = forced  # the engines the tests start inherit it
+    if not hasattr(config, "workerinput") and DERIVED_ENV not in os.environ:
+        # made by the run's first process; its test processes and engines inherit it
+        os.environ[DERIVED_ENV] = tempfile.mkdtemp(prefix="byoa-derived-")
+        config.stash[_MADE_DERIVED] = os.environ[DERIVED_ENV]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_MADE_DERIVED, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -21,6 +21,7 @@ from fresh_import import modules_after_import
 from byoa_skills.models import model_path
 from byoa_skills.pool import PoolConfig
 from byoa_skills.runtimes.speech import load_backend
+from byoa_skills.runtimes.speech.derived import DERIVED_ENV
 from byoa_skills.runtimes.speech.encoder_choice import ENCODER_ENV, choose_encoder, has_bf16_units
 from byoa_skills.runtimes.speech.phrases import normalized_words
 
@@ -128,6 +129,7 @@ def test_the_cached_model_is_reused_and_a_damaged_one_rebuilt(
     )
 
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)  # this home's own cache
     folder = folder_beside(base_dir, tmp_path)
     # a planted graph beside model.bin, whoever wrote it, is never read
     for name in (XML_NAME, BIN_NAME, RECORD_NAME):
@@ -177,6 +179,7 @@ def test_a_cache_folder_others_may_write_is_refused_and_the_model_built_in_memor
 
     home = tmp_path / "home"
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(home))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)  # this home's own cache
     (home / "cache" / "derived").mkdir(parents=True)
     (home / "cache" / "derived").chmod(0o777)  # anyone could plant a graph there
     model = cached_encoder_model(folder_beside(base_dir, tmp_path))
@@ -193,6 +196,7 @@ def test_a_graph_that_does_not_load_is_rebuilt_once_then_ctranslate2_encodes(
     from byoa_skills.runtimes.speech import openvino_encoder
 
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)  # this home's own cache
     tries: list[object] = []
 
     def broken(self: object, model: object, **_: object) -> None:
@@ -354,6 +358,7 @@ def test_a_damaged_cache_whose_record_vouches_for_it_never_stops_serve(
     (home / "cache").mkdir(parents=True)
     (home / "cache" / "models").symlink_to(engine_home / "cache" / "models")
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(home))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)  # this home's own cache
     tiny = model_path("tiny.en", cache_dir=home / "cache" / "models")
     cached_encoder_model(tiny)
     cache = cache_folder(tiny)

@@ -32,6 +32,7 @@ from byoa_skills.runtimes.speech import (
 )
 from byoa_skills.runtimes.speech import devices as devices_module
 from byoa_skills.runtimes.speech.ct2_weights import read_ct2_variables
+from byoa_skills.runtimes.speech.derived import DERIVED_ENV
 from byoa_skills.runtimes.speech.devices import resolve_device
 from byoa_skills.runtimes.speech.torch_weights import (
     CACHE_NAME,
@@ -218,6 +219,7 @@ def test_the_cache_is_reused_and_a_damaged_one_is_rebuilt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)  # this home's own cache
     model = tmp_path / "tiny.en"
     model.mkdir()
     for file in ("model.bin", "config.json", "tokenizer.json"):
@@ -430,6 +432,7 @@ def test_a_cache_folder_others_may_write_is_refused_and_converts_in_memory(
     model_dir: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)  # this home's own cache
     (tmp_path / "home" / "cache" / "derived").mkdir(parents=True)
     (tmp_path / "home" / "cache" / "derived").chmod(0o777)  # anyone could plant weights there
     folder = tmp_path / "tiny.en"

@@ -53,14 +53,17 @@ class Ready:
     rss_mib: float
     encoder: str = ""
     encoder_reason: str = ""
+    encoder_precision: str = ""
 
 
 @dataclass(frozen=True)
 class EncoderRunning:
-    """The encoder a ready worker runs (``label``, empty: not said) and why (``reason``)."""
+    """The encoder a ready worker runs (``label``, empty: not said), why (``reason``) and its
+    precision in words (``int8, float layers bf16``)."""
 
     label: str
     reason: str
+    precision: str = ""
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,8 @@ class WorkerPool:
         differing = [e for e in said if e.label != self.config.encoder.label]
         if differing or said:
             return (differing or said)[0]
-        return EncoderRunning(self.config.encoder.label, self.config.encoder.reason)
+        chosen = self.config.encoder
+        return EncoderRunning(chosen.label, chosen.reason, chosen.precision_said)
 
     async def drain(self) -> None:
         """Refuse new calls; return when every queued and running call has its answer.

@@ -150,7 +150,9 @@ class WorkerProcess:
 
     def _dispatch(self, message: FromWorker) -> None:
         if isinstance(message, Ready) and not self._ready.done():
-            self.encoder = EncoderRunning(message.encoder, message.encoder_reason)
+            self.encoder = EncoderRunning(
+                message.encoder, message.encoder_reason, message.encoder_precision
+            )
             self._ready.set_result(message.rss_mib)
         elif isinstance(message, StartFailed) and not self._ready.done():
             self._ready.set_exception(WorkerStartFailed(message.message))

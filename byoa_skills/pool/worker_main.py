@@ -56,8 +56,8 @@ def run_worker(
         conn.send(StartFailed(_one_line(error)))
         return
     encoder = getattr(backend, "encoder", None)
-    label, reason = (encoder.label, encoder.reason) if encoder is not None else ("", "")
-    conn.send(Ready(os.getpid(), rss_mib(), label, reason))
+    said = (encoder.label, encoder.reason, encoder.precision_said) if encoder else ("", "", "")
+    conn.send(Ready(os.getpid(), rss_mib(), *said))
     while True:
         try:
             message = conn.recv()

@@ -195,6 +195,7 @@ async def _health(request: web.Request) -> web.Response:
     if pool is not None:
         encoder = pool.encoder
         answer["encoder"] = encoder.label
+        answer["encoderPrecision"] = encoder.precision
         if encoder.label != pool.config.encoder.label:  # a fallback: why
             answer["encoderNote"] = encoder.reason
     return web.json_response(answer)

@@ -97,9 +97,15 @@ HEALTH: Schema = {
         },
         "encoder": {
             "type": "string",
-            "examples": ["ctranslate2-int8", "openvino-bf16"],
+            "examples": ["ctranslate2-int8", "openvino-bf16", "openvino-int8"],
             "description": "what runs the speech workers' encoder and in which "
             "precision (absent when the engine runs no speech model)",
+        },
+        "encoderPrecision": {
+            "type": "string",
+            "examples": ["int8", "bf16", "int8, float layers bf16"],
+            "description": "the encoder's precision in words; for OpenVINO int8, the "
+            "precision of the layers kept float too",
         },
         "encoderNote": {
             "type": "string",

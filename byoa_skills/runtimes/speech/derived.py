@@ -2,8 +2,9 @@
 kept in this installation's own cache folder and trusted only there.
 
 An artefact ``NAME`` of the model whose ``model.bin`` has SHA-256 ``S`` lives in
-``<cache>/derived/S[:16]/`` (``<cache>`` is the user's cache folder, ``$BYOA_SKILLS_HOME/cache``
-when set), made with mode 0700; a folder there owned by another user or writable by every user
+``<derived>/S[:16]/``, where ``<derived>`` is ``$BYOA_SKILLS_DERIVED`` when set, else
+``<cache>/derived`` (``<cache>`` is the user's cache folder, ``$BYOA_SKILLS_HOME/cache`` when
+set), made with mode 0700; a folder there owned by another user or writable by every user
 is refused (:class:`~byoa_skills.store.files.UnsafePathError`), and nothing is cached. Its
 record ``NAME.json`` says the format, ``S`` and each file's SHA-256. Nothing is read from
 beside ``model.bin``: whoever can write a shared model folder cannot choose what runs. A record
@@ -32,6 +33,15 @@ log = logging.getLogger("byoa_skills.runtimes")
 
 #: The folder of every derived artefact, in the user's cache folder.
 DERIVED_FOLDER = "derived"
+#: The environment variable that names another folder for them (one home's engines and
+#: another's may share the int8 encoder, which takes tens of seconds to build).
+DERIVED_ENV = "BYOA_SKILLS_DERIVED"
+
+
+def derived_root() -> Path:
+    """The folder of every derived artefact (not made here)."""
+    named = os.environ.get(DERIVED_ENV, "")
+    return Path(named).expanduser().absolute() if named else paths.cache_dir() / DERIVED_FOLDER
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -51,7 +61,7 @@ class DerivedArtefact:
     def folder(self, source_sha256: str) -> Path:
         """Where the artefact of that ``model.bin`` lives, made private now. Raises
         ``OSError`` (``UnsafePathError`` among them) when it cannot be used."""
-        root = private_folder(paths.cache_dir() / DERIVED_FOLDER)
+        root = private_folder(derived_root())
         return private_folder(root / source_sha256[:16])
 
     @contextlib.contextmanager
@@ -62,9 +72,10 @@ class DerivedArtefact:
         with locked(folder / f".{self.name}.lock"):
             yield folder
 
-    def problem(self, folder: Path, source_sha256: str) -> str | None:
+    def problem(self, folder: Path, source_sha256: str, recipe: str = "") -> str | None:
         """Why the artefact in ``folder`` cannot be used (logged, except one not made yet),
-        or None when it matches its record and ``model.bin``."""
+        or None when it matches its record, ``model.bin`` and ``recipe`` (what else it was
+        made from, as one string: a changed recipe rebuilds)."""
         try:
             record = json.loads((folder / f"{self.name}.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -75,6 +86,8 @@ class DerivedArtefact:
             return self._stale(folder, "a record of another format")
         if record.get("source_sha256") != source_sha256:
             return self._stale(folder, "model.bin changed since the build")
+        if record.get("recipe", "") != recipe:
+            return self._stale(folder, "made another way (its recipe changed)")
         listed = record.get("files")
         for name in self.files:
             try:
@@ -86,16 +99,22 @@ class DerivedArtefact:
         return None
 
     def write(
-        self, folder: Path, source_sha256: str, files: Mapping[str, bytes], **facts: Any
+        self,
+        folder: Path,
+        source_sha256: str,
+        files: Mapping[str, bytes],
+        recipe: str = "",
+        **facts: Any,
     ) -> int:
-        """Write the files (atomically, mode 0600), then the record that vouches for them;
-        the bytes written."""
+        """Write the files (atomically, mode 0600), then the record that vouches for them
+        (with ``recipe``, which :meth:`problem` compares); the bytes written."""
         for name, data in files.items():
             write_private(folder / name, data)
         record = {
             "format": self.format,
             "source": "model.bin",
             "source_sha256": source_sha256,
+            **({"recipe": recipe} if recipe else {}),
             **facts,
             "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
             "bytes": sum(len(data) for data in files.values()),

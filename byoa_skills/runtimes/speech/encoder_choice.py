@@ -1,12 +1,20 @@
 """Which engine runs Whisper's encoder: the ``encoder_backend`` setting, resolved for a machine.
 
-``auto`` chooses OpenVINO with bf16 inference precision only on a CPU with bf16 units (the
-``avx512_bf16`` or ``amx_bf16`` flag in ``/proc/cpuinfo``; where that file cannot be read, a
-CPU device whose OpenVINO ``OPTIMIZATION_CAPABILITIES`` name ``BF16``), and CTranslate2's own
-encoder everywhere else, the GPU and the torch backend included. ``openvino`` forces OpenVINO
-on the CPU: bf16 where the units are, float32 where they are not; ``openvino-f32`` and
-``openvino-bf16`` force the precision too (bf16 without bf16 units is refused: OpenVINO would
-run f32 and call it bf16). ``ctranslate2`` never uses OpenVINO.
+``auto`` chooses, on the CPU:
+
+- OpenVINO int8 (:mod:`openvino_int8`) on a CPU with int8 dot-product units (the
+  ``avx512_vnni``, ``avx_vnni`` or ``amx_int8`` flag in ``/proc/cpuinfo``), its float layers in
+  bf16 where the CPU has bf16 units (``avx512_bf16`` or ``amx_bf16``) and f32 elsewhere;
+- OpenVINO bf16 on a CPU with bf16 units and no int8 units (none is known; kept for the rule);
+- CTranslate2's own encoder everywhere else (AVX2 only: OpenVINO was not measured faster there),
+  the GPU and the torch backend included.
+
+Where ``/proc/cpuinfo`` cannot be read, OpenVINO's ``OPTIMIZATION_CAPABILITIES`` stand in:
+``BF16`` for bf16 units; int8 units are then not assumed. ``openvino`` forces OpenVINO's float
+graph on the CPU: bf16 where the units are, float32 where they are not; ``openvino-f32``,
+``openvino-bf16`` and ``openvino-int8`` force the precision too (bf16 without bf16 units is
+refused: OpenVINO would run f32 and call it bf16; int8 runs on any CPU, slowly without int8
+units). ``ctranslate2`` never uses OpenVINO.
 
 ``$BYOA_SKILLS_ENCODER`` (any value but ``auto``) stands in for ``auto`` wherever the setting
 is ``auto``: the test suite and the bench run the default path on each encoder with it, on a
@@ -22,11 +30,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: The values of the ``encoder_backend`` setting.
-ENCODER_BACKENDS = ("auto", "ctranslate2", "openvino", "openvino-f32", "openvino-bf16")
+ENCODER_BACKENDS = (
+    "auto",
+    "ctranslate2",
+    "openvino",
+    "openvino-f32",
+    "openvino-bf16",
+    "openvino-int8",
+)
 #: The environment variable that stands in for the ``auto`` setting (one of the others).
 ENCODER_ENV = "BYOA_SKILLS_ENCODER"
 #: ``/proc/cpuinfo`` flags that mean the CPU computes in bf16 natively.
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+#: ``/proc/cpuinfo`` flags that mean the CPU has int8 dot-product (VNNI or AMX) units.
+INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 CPUINFO = Path("/proc/cpuinfo")
 
 
@@ -34,17 +51,36 @@ CPUINFO = Path("/proc/cpuinfo")
 class EncoderChoice:
     """The encoder a backend runs: ``engine`` (``ctranslate2``, ``openvino`` or ``torch``),
     its ``precision`` (a compute type: ``int8``, ``float16``, ``float32``; or OpenVINO's
-    ``bf16`` or ``f32``), and why it was chosen."""
+    ``bf16``, ``f32`` or ``int8``), why it was chosen, and for OpenVINO the ``inference``
+    precision its float operations run in (``bf16`` or ``f32``; for int8, the layers kept
+    float and everything between the matrix products)."""
 
     engine: str
     precision: str
     reason: str = ""
+    inference: str = ""
 
     @property
     def label(self) -> str:
         """What answers and ``/health`` name it by: ``openvino-bf16``, ``openvino-f32``,
         ``ctranslate2-int8``…"""
         return f"{self.engine}-{self.precision}"
+
+    @property
+    def precision_said(self) -> str:
+        """The precision in words, the float layers' too where they differ: ``int8, float
+        layers bf16``; ``bf16``; ``int8`` (CTranslate2's)."""
+        if self.inference and self.inference != self.precision:
+            return f"{self.precision}, float layers {self.inference}"
+        return self.precision
+
+    @property
+    def description(self) -> str:
+        """The label with the float layers' precision, for people: ``openvino-int8 (float
+        layers bf16)``; the label alone where there is nothing more to say."""
+        if self.inference and self.inference != self.precision:
+            return f"{self.label} (float layers {self.inference})"
+        return self.label
 
     @property
     def openvino(self) -> bool:
@@ -85,6 +121,12 @@ def has_bf16_units(flags: str | None, capabilities: Iterable[str] | None = None)
     if capabilities is None:
         capabilities = openvino_capabilities()
     return "BF16" in capabilities
+
+
+def has_int8_units(flags: str | None) -> bool:
+    """Whether ``flags`` (a ``/proc/cpuinfo`` flags line) name int8 dot-product units (one of
+    :data:`INT8_FLAGS`); False when they cannot be read."""
+    return flags is not None and not INT8_FLAGS.isdisjoint(flags.split())
 
 
 def forced_encoder() -> str | None:
@@ -141,13 +183,19 @@ def choose_encoder(
         return EncoderChoice(ct2.engine, ct2.precision, "not the CPU")
     if setting == "ctranslate2":
         return EncoderChoice(ct2.engine, ct2.precision, why_asked)
-    bf16 = has_bf16_units(cpu_flags() if flags is None else flags, capabilities)
+    flags = cpu_flags() if flags is None else flags
+    bf16 = has_bf16_units(flags, capabilities)
+    rest = "bf16" if bf16 else "f32"
     if setting == "openvino-bf16" and not bf16:
         raise ValueError("openvino-bf16 needs a CPU with bf16 units; this one has none")
     if setting == "openvino-f32":
-        return EncoderChoice("openvino", "f32", why_asked)
+        return EncoderChoice("openvino", "f32", why_asked, "f32")
+    if setting == "openvino-int8":
+        return EncoderChoice("openvino", "int8", why_asked, rest)
     if runs_openvino(setting):
-        return EncoderChoice("openvino", "bf16" if bf16 else "f32", why_asked)
+        return EncoderChoice("openvino", rest, why_asked, rest)
+    if has_int8_units(flags):
+        return EncoderChoice("openvino", "int8", "the CPU has int8 units", rest)
     if bf16:
-        return EncoderChoice("openvino", "bf16", "the CPU has bf16 units")
-    return EncoderChoice(ct2.engine, ct2.precision, "the CPU has no bf16 units")
+        return EncoderChoice("openvino", "bf16", "the CPU has bf16 units", "bf16")
+    return EncoderChoice(ct2.engine, ct2.precision, "the CPU has neither int8 nor bf16 units")

@@ -30,7 +30,7 @@ XML_NAME = "openvino-encoder.xml"
 BIN_NAME = "openvino-encoder.bin"
 RECORD_NAME = "openvino-encoder.json"
 #: Bumped whenever the graph changes, so that older caches are rebuilt.
-FORMAT = 2
+FORMAT = 3
 ARTEFACT = DerivedArtefact("openvino-encoder", (XML_NAME, BIN_NAME), FORMAT)
 
 log = logging.getLogger("byoa_skills.runtimes")

@@ -8,6 +8,8 @@ added, pre-norm transformer layers (layer norm, self-attention with q, k, v fuse
 layer norm. Weights stored as int8 with per-row scales are dequantized to float32
 (``weight / scale``, the inverse of CTranslate2's quantization); float16 weights are widened.
 The frame axis is dynamic, so one model encodes the whole 30 s window and every shorter one.
+Each linear layer's and convolution's node is named by its CTranslate2 variable folder
+(``encoder/layer_3/ffn/linear_0``), so a list of layers to keep out of int8 names them.
 
 Only numpy and the standard library are imported at module level; openvino when a model is
 built or compiled.
@@ -91,11 +93,13 @@ def build_encoder_model(variables: Mapping[str, np.ndarray]) -> Any:
 
     def conv(x: Any, name: str, stride: int) -> Any:
         y = op.convolution(x, const(f"{name}/weight"), [stride], [1], [1], [1])
+        y.set_friendly_name(name)
         bias = op.constant(w[f"{name}/bias"].reshape(1, -1, 1))
         return op.gelu(op.add(y, bias), approximation_mode="erf")
 
     def linear(x: Any, name: str) -> Any:
         y = op.matmul(x, const(f"{name}/weight"), transpose_a=False, transpose_b=True)
+        y.set_friendly_name(name)  # what the int8 build's kept-float list names
         return op.add(y, const(f"{name}/bias"))
 
     def layer_norm(x: Any, name: str) -> Any:  # name: the folder of layer_norm/
@@ -113,6 +117,7 @@ def build_encoder_model(variables: Mapping[str, np.ndarray]) -> Any:
         qkv = linear(layer_norm(x, name), f"{name}/linear_0")
         q, k, v = (split_heads(part) for part in op.split(qkv, -1, 3).outputs())
         attended = op.scaled_dot_product_attention(q, k, v, causal=False)
+        attended.set_friendly_name(f"{name}/attention")
         merged = op.transpose(attended, [0, 2, 1, 3])
         shape = op.constant(np.array([0, 0, d_model], dtype=np.int64))
         return linear(op.reshape(merged, shape, special_zero=True), f"{name}/linear_1")

@@ -102,6 +102,7 @@ class WhisperCT2Backend(SpeechBackend):
             encoder_backend, device=device, compute_type=self.compute_type
         )
         self._openvino: dict[bool, Any] = {}
+        self._why_not = ""
 
     def load(self) -> None:
         """Load the model (and the VAD model when the options use it). Idempotent.
@@ -152,29 +153,57 @@ class WhisperCT2Backend(SpeechBackend):
     def _load_openvino(self) -> dict[bool, Any]:
         """The OpenVINO encoder compiled on ``cpu_threads`` (key False) and, with
         ``wide_threads``, on those (key True), from the verified cache. A cache that does not
-        load is rebuilt once; when that fails too, CTranslate2's own encoder runs (an empty
-        dict), and :attr:`encoder` says why: a derived file never stops the engine."""
+        load is rebuilt once. Where the int8 model cannot be had or does not load, the float
+        graph runs at the CPU's float precision; where the float graph fails too,
+        CTranslate2's own encoder runs (an empty dict). :attr:`encoder` says what runs and
+        why: a derived file never stops the engine."""
         from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
 
-        try:
-            return self._compile_openvino(cached_encoder_model(self.model_dir))
-        except Exception as error:  # OpenVINO's own errors: a damaged or foreign graph
-            log.warning("event=openvino-encoder-rebuild reason=%r", _one_line(error))
-        try:
-            return self._compile_openvino(cached_encoder_model(self.model_dir, rebuild=True))
-        except Exception as error:
-            why = f"the OpenVINO encoder did not load: {_one_line(error)}"
-            log.error("event=openvino-encoder-fallback reason=%r", why)
-            self._encoder = EncoderChoice("ctranslate2", self.compute_type, why)
-            return {}
+        choice = self._encoder
+        if choice.precision == "int8":
+            compiled = self._try_openvino(self._int8_model, choice.inference)
+            if compiled:
+                return compiled
+            why = f"the int8 encoder did not load: {self._why_not}"
+            log.error("event=int8-encoder-fallback reason=%r", why)
+            self._encoder = EncoderChoice("openvino", choice.inference, why, choice.inference)
+        compiled = self._try_openvino(cached_encoder_model, self._encoder.inference or "f32")
+        if compiled:
+            return compiled
+        why = f"the OpenVINO encoder did not load: {self._why_not}"
+        log.error("event=openvino-encoder-fallback reason=%r", why)
+        self._encoder = EncoderChoice("ctranslate2", self.compute_type, why)
+        return {}
 
-    def _compile_openvino(self, model: Any) -> dict[bool, Any]:
+    def _int8_model(self, model_dir: Path, rebuild: bool = False) -> Any:
+        from byoa_skills.runtimes.speech.openvino_int8 import cached_int8_model
+
+        return cached_int8_model(model_dir, rebuild=rebuild)
+
+    def _try_openvino(self, cached: Any, inference: str) -> dict[bool, Any]:
+        """The encoder from ``cached(model_dir, rebuild=...)`` compiled, rebuilt once when it
+        does not load; an empty dict (and :attr:`_why_not` set) when it cannot be had."""
+        from byoa_skills.runtimes.speech.openvino_int8 import Int8Unavailable
+
+        for rebuild in (False, True):
+            try:
+                return self._compile_openvino(cached(self.model_dir, rebuild=rebuild), inference)
+            except Int8Unavailable as error:
+                self._why_not = _one_line(error)
+                log.warning("event=int8-encoder-unavailable reason=%r", self._why_not)
+                return {}
+            except Exception as error:  # OpenVINO's own errors: a damaged or foreign graph
+                self._why_not = _one_line(error)
+                log.warning("event=openvino-encoder-rebuild reason=%r", self._why_not)
+        return {}
+
+    def _compile_openvino(self, model: Any, inference: str) -> dict[bool, Any]:
         from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
 
-        source, precision = model.source, self._encoder.precision
-        compiled = {False: OpenVINOEncoder(source, precision=precision, threads=self.cpu_threads)}
+        source = model.source
+        compiled = {False: OpenVINOEncoder(source, precision=inference, threads=self.cpu_threads)}
         if self.wide_threads:
-            compiled[True] = OpenVINOEncoder(source, precision=precision, threads=self.wide_threads)
+            compiled[True] = OpenVINOEncoder(source, precision=inference, threads=self.wide_threads)
         return compiled
 
     @property

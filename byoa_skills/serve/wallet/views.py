@@ -80,6 +80,7 @@ async def engine_view(engine: SkillEngine) -> dict[str, Any]:
             device=str(config.device),
             backend=str(config.backend),
             encoder=pool.encoder.label,
+            encoderPrecision=pool.encoder.precision,
             encoderReason=pool.encoder.reason,
             ready=pool.ready,
             queued=pool.queue_depth,

@@ -951,8 +951,10 @@ async function loadEngine() {
     workers.append(el('li', { text: 'pid ' + worker.pid + (worker.rssMib ? ', ' + worker.rssMib + ' MiB' : '') }));
   }
   box.append(el('h3', { text: 'Speech' }), facts([
-    ['Model', speech.model], ['Device', speech.device], ['Backend', speech.backend],
-    ['Encoder', speech.encoder ? speech.encoder + (speech.encoderReason ? ' (' + speech.encoderReason + ')' : '') : ''],
+    ['Model', speech.model], ['Device', speech.device], ['Decoder', speech.backend],
+    ['Encoder', speech.encoder ? speech.encoder
+      + (speech.encoderPrecision ? ', ' + speech.encoderPrecision : '')
+      + (speech.encoderReason ? ' (' + speech.encoderReason + ')' : '') : ''],
     ['Ready', speech.running ? (speech.ready ? 'yes' : 'not yet') : 'no speech model runs'],
     ['Workers', workers.children.length ? workers
       : (speech.letGo ? 'let go while idle; the next call starts them' : 'none')],

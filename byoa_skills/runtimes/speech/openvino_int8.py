@@ -1,0 +1,145 @@
+"""The int8 OpenVINO encoder: the float graph of :mod:`openvino_cache`, quantized after
+training by NNCF on the calibration set's windows, built once and kept in this installation's
+own cache folder, verified (:mod:`byoa_skills.runtimes.speech.derived`).
+
+The matrix products and convolutions run in int8 (weights per output channel, activations
+per tensor, ranges measured on :func:`calibration_windows`, SmoothQuant first as NNCF does for
+transformers); the layers :data:`KEPT_FLOAT` names stay in float, which is bf16 on a CPU with
+bf16 units and f32 elsewhere (the compile's inference precision). Which layers stay float was
+chosen on the tune part of the real-speech set (``scripts/measure_int8_encoder.py``; the
+choice and its figures are in docs/performance.md); the calibration set is part of that tune
+part. A cache built from another calibration set, another list or another NNCF is rebuilt.
+
+Where the cache folder cannot be used nothing is quantized (it takes tens of seconds, at every
+start): :class:`Int8Unavailable` says so and the runtime runs the float graph instead.
+
+Only the standard library is imported at module level; openvino and nncf when a model is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
+from byoa_skills.runtimes.speech.openvino_cache import EncoderModel, cached_encoder_model
+
+XML_NAME = "openvino-encoder-int8.xml"
+BIN_NAME = "openvino-encoder-int8.bin"
+#: Bumped whenever the way the model is quantized changes in a way the recipe does not show.
+FORMAT = 1
+ARTEFACT = DerivedArtefact("openvino-encoder-int8", (XML_NAME, BIN_NAME), FORMAT)
+#: Regular expressions over the graph's node names of the layers kept out of int8: each
+#: layer's second feed-forward product, whose input is the GELU's (chosen on the tune part:
+#: 3 word edits against CTranslate2 int8's on 444 words, 10 with every layer in int8).
+KEPT_FLOAT: tuple[str, ...] = (r".*ffn/linear_1",)
+
+log = logging.getLogger("byoa_skills.runtimes")
+
+
+class Int8Unavailable(RuntimeError):
+    """The int8 encoder cannot be had here (no private cache folder, or NNCF missing)."""
+
+
+def quantize_encoder(model: Any, windows: Sequence[Any], kept_float: Sequence[str] = ()) -> Any:
+    """``model`` (an ``openvino.Model`` of the float encoder) quantized to int8 by NNCF with
+    ``windows`` (feature batches [1, mel bins, frames]) as calibration data, the nodes whose
+    names match a pattern of ``kept_float`` left in float."""
+    import nncf
+
+    ignored = nncf.IgnoredScope(patterns=list(kept_float), validate=False) if kept_float else None
+    with contextlib.redirect_stdout(sys.stderr):  # NNCF's progress bars are not our output
+        return nncf.quantize(
+            model,
+            nncf.Dataset(list(windows)),
+            model_type=nncf.ModelType.TRANSFORMER,
+            preset=nncf.QuantizationPreset.MIXED,
+            subset_size=len(windows),
+            ignored_scope=ignored,
+        )
+
+
+def recipe(kept_float: Sequence[str]) -> str:
+    """What the int8 model is made from besides ``model.bin``, as one string: the calibration
+    set's SHA-256, the kept-float patterns, NNCF's and OpenVINO's versions."""
+    from importlib.metadata import version
+
+    from byoa_skills.runtimes.speech.calibration import calibration_sha256
+
+    facts = {
+        "calibration_sha256": calibration_sha256(),
+        "kept_float": list(kept_float),
+        "nncf": version("nncf"),
+        "openvino": version("openvino"),
+    }
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+
+
+def cached_int8_model(
+    model_dir: str | os.PathLike[str],
+    rebuild: bool = False,
+    kept_float: Sequence[str] | None = None,
+) -> EncoderModel:
+    """The int8 encoder model of the CTranslate2 model in ``model_dir``, from a verified cache,
+    or quantized now (and cached); ``rebuild`` quantizes it even where the cache verifies;
+    ``kept_float`` (default :data:`KEPT_FLOAT`) names the layers left in float.
+    Raises :class:`Int8Unavailable` where the cache folder cannot be used or NNCF is not
+    installed, ``FileNotFoundError`` without ``model.bin``."""
+    source = Path(model_dir) / "model.bin"
+    if not source.is_file():
+        raise FileNotFoundError(f"no model.bin in {Path(model_dir)}")
+    if kept_float is None:
+        kept_float = KEPT_FLOAT
+    try:
+        made = recipe(kept_float)
+    except ImportError as error:  # importlib's PackageNotFoundError is one
+        raise Int8Unavailable(f"NNCF is not installed: {error}") from error
+    source_sha256 = file_sha256(source)
+    try:
+        with ARTEFACT.building(source_sha256) as folder:
+            if not rebuild and ARTEFACT.problem(folder, source_sha256, made) is None:
+                return EncoderModel(folder / XML_NAME, None, built=False)
+            float_model = cached_encoder_model(model_dir)
+            if float_model.path is None:
+                raise Int8Unavailable("the float encoder has no cache folder")
+            _write_cache(folder, float_model.path, source_sha256, made, kept_float)
+            return EncoderModel(folder / XML_NAME, None, built=True)
+    except OSError as error:
+        raise Int8Unavailable(f"no private cache folder for the int8 encoder: {error}") from error
+
+
+def _write_cache(
+    folder: Path, float_xml: Path, source_sha256: str, made: str, kept_float: Sequence[str]
+) -> None:
+    import openvino as ov
+
+    from byoa_skills.runtimes.speech.calibration import calibration_windows
+
+    began = time.monotonic()
+    model = ov.Core().read_model(str(float_xml))
+    n_mels = model.input(0).get_partial_shape()[1].get_length()
+    windows = calibration_windows(n_mels)
+    log.info("event=int8-encoder-building windows=%d folder=%s", len(windows), folder)
+    quantized = quantize_encoder(model, windows, kept_float)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".int8-build-") as scratch:
+        xml = Path(scratch) / XML_NAME
+        ov.save_model(quantized, str(xml), compress_to_fp16=False)
+        files = {name: (Path(scratch) / name).read_bytes() for name in (XML_NAME, BIN_NAME)}
+    ARTEFACT.write(
+        folder,
+        source_sha256,
+        files,
+        recipe=made,
+        calibration_windows=len(windows),
+        kept_float=list(kept_float),
+        seconds=round(time.monotonic() - began, 1),
+    )

@@ -1,0 +1,184 @@
+"""The int8 OpenVINO encoder: ``auto``'s choice for each kind of CPU, the quantized model's
+verified cache (reused, a damaged or stale one rebuilt, an unusable folder, two processes
+building at once), the float graph taking over where int8 cannot be had, its words through
+CTranslate2's decoder, and ``/health`` naming the precision. Real models, real NNCF, no mocks
+of what runs.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from byoa_skills.models import model_path
+from byoa_skills.runtimes.speech import load_backend
+from byoa_skills.runtimes.speech.derived import DERIVED_ENV
+from byoa_skills.runtimes.speech.encoder_choice import ENCODER_ENV, choose_encoder
+from byoa_skills.runtimes.speech.phrases import normalized_words
+
+SPEECH = Path(__file__).parent / "data" / "speech"
+#: /proc/cpuinfo flags of the kinds of CPU auto tells apart.
+AVX2 = "fpu sse2 avx avx2 fma f16c"
+AVX512 = AVX2 + " avx512f avx512bw"
+AVX512_VNNI = AVX512 + " avx512_vnni"
+ALDER_LAKE = AVX2 + " avx_vnni"  # VNNI on 256-bit vectors, no AVX-512
+ZEN4 = AVX512_VNNI + " avx512_bf16"  # bf16 units, no AMX
+SAPPHIRE_RAPIDS = ZEN4 + " amx_bf16 amx_int8 amx_tile"
+
+
+def samples(file: str) -> np.ndarray:
+    data = (SPEECH / file).read_bytes()
+    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own whose cache keeps the derived files (not the run's shared folder)."""
+    monkeypatch.setenv("BYOA_SKILLS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(DERIVED_ENV, raising=False)
+    return tmp_path / "home" / "cache" / "derived"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(engine_home: Path) -> Path:
+    return model_path("tiny.en", cache_dir=engine_home / "cache" / "models")
+
+
+def test_auto_runs_int8_where_the_cpu_has_int8_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENCODER_ENV, raising=False)  # what auto picks itself
+    chosen = {
+        flags: choose_encoder("auto", flags=flags)
+        for flags in (AVX2, AVX512, AVX512_VNNI, ALDER_LAKE, ZEN4, SAPPHIRE_RAPIDS)
+    }
+    said = {flags: (c.label, c.inference, c.precision_said) for flags, c in chosen.items()}
+    assert said[AVX2] == ("ctranslate2-int8", "", "int8")
+    assert said[AVX512] == ("ctranslate2-int8", "", "int8")
+    assert said[AVX512_VNNI] == ("openvino-int8", "f32", "int8, float layers f32")
+    assert said[ALDER_LAKE] == ("openvino-int8", "f32", "int8, float layers f32")
+    assert said[ZEN4] == ("openvino-int8", "bf16", "int8, float layers bf16")
+    assert said[SAPPHIRE_RAPIDS] == ("openvino-int8", "bf16", "int8, float layers bf16")
+    assert "int8 units" in chosen[ZEN4].reason and "neither" in chosen[AVX2].reason
+    # forced: int8 on any CPU; the float graph stays where it was asked for
+    assert choose_encoder("openvino-int8", flags=AVX2).label == "openvino-int8"
+    assert choose_encoder("openvino", flags=SAPPHIRE_RAPIDS).label == "openvino-bf16"
+    assert choose_encoder("openvino-f32", flags=SAPPHIRE_RAPIDS).label == "openvino-f32"
+    assert choose_encoder("ctranslate2", flags=SAPPHIRE_RAPIDS).label == "ctranslate2-int8"
+    assert choose_encoder("auto", device="cuda", compute_type="float16").label == (
+        "ctranslate2-float16"
+    )
+    with pytest.raises(ValueError):
+        choose_encoder("openvino-int8", device="cuda")
+
+
+def test_the_int8_model_is_cached_reused_and_a_damaged_or_stale_one_rebuilt(
+    tiny_dir: Path, own_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from byoa_skills.runtimes.speech import openvino_int8
+    from byoa_skills.runtimes.speech.openvino_int8 import (
+        ARTEFACT,
+        BIN_NAME,
+        XML_NAME,
+        cached_int8_model,
+    )
+
+    first = cached_int8_model(tiny_dir)
+    assert first.built and first.path is not None and first.path.name == XML_NAME
+    folder = first.path.parent
+    assert folder.is_relative_to(own_cache) and folder.stat().st_mode & 0o077 == 0
+    graph = (folder / XML_NAME).read_text()
+    assert "FakeQuantize" in graph  # quantized, not the float graph under another name
+    weights = (folder / BIN_NAME).read_bytes()
+    assert not cached_int8_model(tiny_dir).built  # built once, then reused
+
+    data = bytearray(weights)
+    data[len(data) // 2] ^= 0xFF
+    (folder / BIN_NAME).write_bytes(bytes(data))
+    assert cached_int8_model(tiny_dir).built
+    assert (folder / BIN_NAME).read_bytes() == weights  # the same calibration, the same model
+
+    # another list of float layers is another recipe: the cache is stale
+    record = json.loads((folder / f"{ARTEFACT.name}.json").read_text())
+    kept = ".*layer_0/self_attention/linear_1"
+    stale = cached_int8_model(tiny_dir, kept_float=(kept,))
+    assert stale.built
+    assert json.loads((folder / f"{ARTEFACT.name}.json").read_text())["recipe"] != record["recipe"]
+    assert "event=derived-rebuilt name=openvino-encoder-int8" in caplog.text
+    assert (kept,) != openvino_int8.KEPT_FLOAT
+
+
+def test_without_a_private_cache_folder_the_float_graph_runs_and_says_why(
+    tiny_dir: Path, own_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from byoa_skills.runtimes.speech.openvino_int8 import Int8Unavailable, cached_int8_model
+
+    own_cache.mkdir(parents=True)
+    own_cache.chmod(0o777)  # anyone could plant a model there
+    with pytest.raises(Int8Unavailable, match="no private cache folder"):
+        cached_int8_model(tiny_dir)
+    backend = load_backend(tiny_dir, cpu_threads=2, encoder_backend="openvino-int8")
+    rest = choose_encoder("openvino-int8").inference
+    assert backend.encoder.label == f"openvino-{rest}"  # the float graph, built in memory
+    assert "int8 encoder did not load" in backend.encoder.reason
+    assert "no private cache folder" in backend.encoder.reason
+    heard = backend.transcribe(samples("jfk.wav"), "en")
+    assert "country" in heard.text.lower() and heard.encoder == f"openvino-{rest}"
+    assert not any(own_cache.iterdir())
+    assert "event=int8-encoder-fallback" in caplog.text
+
+
+def _build(model_dir: str, home: str, out: multiprocessing.Queue) -> None:
+    os.environ["BYOA_SKILLS_HOME"] = home
+    os.environ.pop(DERIVED_ENV, None)
+    from byoa_skills.runtimes.speech.openvino_int8 import cached_int8_model
+
+    out.put(cached_int8_model(model_dir).built)
+
+
+def test_two_processes_building_at_once_build_it_once(tiny_dir: Path, own_cache: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    out: multiprocessing.Queue = context.Queue()
+    home = os.environ["BYOA_SKILLS_HOME"]
+    builders = [context.Process(target=_build, args=(str(tiny_dir), home, out)) for _ in (1, 2)]
+    for builder in builders:
+        builder.start()
+    built = sorted(out.get(timeout=600) for _ in builders)
+    for builder in builders:
+        builder.join(timeout=60)
+    assert built == [False, True]  # one quantized; the other waited and read its files
+    assert [b.exitcode for b in builders] == [0, 0]
+
+
+@pytest.mark.encoder
+def test_the_int8_encoder_hears_the_words_of_ctranslate2s(engine_home: Path) -> None:
+    # real speech: JFK's sentence word for word, and the held-out English sentences (speech the
+    # calibration never saw) within 5 % word edits of CTranslate2 int8's transcripts
+    import soundfile
+
+    from byoa_skills.bench.clips import REAL_DIR, real_records
+    from byoa_skills.bench.scenarios.longform import word_errors
+
+    base = model_path("base", cache_dir=engine_home / "cache" / "models")
+    int8 = load_backend(base, cpu_threads=2, encoder_backend="openvino-int8")
+    ct2 = load_backend(base, cpu_threads=2, encoder_backend="ctranslate2")
+    assert int8.encoder.label == "openvino-int8"
+    ours, theirs = (
+        int8.transcribe(samples("jfk.wav"), "en"),
+        ct2.transcribe(samples("jfk.wav"), "en"),
+    )
+    assert ours.encoder == "openvino-int8"
+    assert normalized_words(ours.text) == normalized_words(theirs.text)
+    held_out = [r for r in real_records("held-out") if r["language"] == "en" and not r["short"]]
+    edits = words = 0
+    for record in held_out:
+        clip, _ = soundfile.read(REAL_DIR / record["file"], dtype="float32")
+        wrong, total = word_errors(
+            ct2.transcribe(clip, "en").text, int8.transcribe(clip, "en").text
+        )
+        edits, words = edits + wrong, words + total
+    assert len(held_out) >= 5 and words > 50
+    assert edits <= 0.05 * words, (edits, words)
