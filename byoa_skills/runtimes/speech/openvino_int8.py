@@ -56,6 +56,7 @@ def quantize_encoder(model: Any, windows: Sequence[Any], kept_float: Sequence[st
     names match a pattern of ``kept_float`` left in float."""
     import nncf
 
+    nncf.set_log_level(logging.WARNING)  # not a line per node kept float
     ignored = nncf.IgnoredScope(patterns=list(kept_float), validate=False) if kept_float else None
     with contextlib.redirect_stdout(sys.stderr):  # NNCF's progress bars are not our output
         return nncf.quantize(
