@@ -20,6 +20,7 @@ from byoa_skills.wav import wav_from_int16
 SPEECH = Path(__file__).parent / "data" / "speech"
 #: What runs the engine's encoder here by default (``auto`` on this CPU).
 ENCODER = choose_encoder("auto", compute_type="int8").label
+ENCODER_PRECISION = choose_encoder("auto", compute_type="int8").precision_said
 JFK = base64.b64encode((SPEECH / "jfk.wav").read_bytes()).decode()
 STEREO = riff(
     chunk(b"fmt ", fmt_body(channels=2, block_align=4, byte_rate=64000)), chunk(b"data", pcm(400))
@@ -175,6 +176,7 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
         "status": "ok",
         "store": {"ok": True, "pendingChanges": 0},
         "encoder": ENCODER,
+        "encoderPrecision": ENCODER_PRECISION,
         "pid": engine.process.pid,
     }
     assert len(engine.workers()) == 2
@@ -244,4 +246,4 @@ def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
     # both in milliseconds, and both inside the wait the client saw
     assert queue >= 0 and infer > 0 and queue + infer <= waited_ms
     assert parts["window"] == 'desc="30s"'  # the default: the whole window
-    assert parts["encoder"] == f'desc="{ENCODER}"'  # auto: OpenVINO only with bf16 units
+    assert parts["encoder"] == f'desc="{ENCODER}"'  # auto: OpenVINO only with int8 or bf16 units

@@ -182,3 +182,42 @@ def test_the_int8_encoder_hears_the_words_of_ctranslate2s(engine_home: Path) -> 
         edits, words = edits + wrong, words + total
     assert len(held_out) >= 5 and words > 50
     assert edits <= 0.05 * words, (edits, words)
+
+
+def test_health_the_engine_view_and_each_answer_name_int8_and_its_precision(
+    engine_home: Path,
+) -> None:
+    import asyncio
+    import base64
+
+    from engine import call_http, start_engine
+    from test_store_damaged import wallet_api
+
+    rest = choose_encoder("openvino-int8").inference
+    engine = start_engine(
+        engine_home,
+        "--model",
+        "tiny.en",
+        "--workers",
+        "1",
+        "--encoder-backend",
+        "openvino-int8",
+        log_name="serve-int8.log",
+    )
+    try:
+        engine.wait_ready()
+        health = json.loads(engine.get("/health", token=None)[1])
+        [(_, view)] = asyncio.run(wallet_api(engine, [("GET", "/wallet/api/engine", None)]))
+        clip = base64.b64encode((SPEECH / "jfk.wav").read_bytes()).decode()
+        body = {"input": {"audio": {"mime": "audio/wav", "base64": clip}}}
+        status, answer = asyncio.run(call_http(engine, "audio.transcribe", body))
+    finally:
+        engine.stop()
+    assert health["encoder"] == "openvino-int8" and "encoderNote" not in health
+    assert health["encoderPrecision"] == f"int8, float layers {rest}"
+    speech = view["speech"]
+    assert (speech["encoder"], speech["encoderPrecision"]) == (
+        "openvino-int8",
+        f"int8, float layers {rest}",
+    )
+    assert status == 200 and "country" in answer["output"]["text"].lower()

@@ -44,10 +44,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoder-backend",
         choices=ENCODER_BACKENDS,
         default=PoolConfig.encoder_backend,
-        help="what runs Whisper's encoder: auto (OpenVINO bf16 where the CPU has bf16 units, "
-        "else CTranslate2; $BYOA_SKILLS_ENCODER stands in for it), ctranslate2, openvino "
-        "(CPU only; f32 without bf16 units), or openvino-f32 / openvino-bf16 to force the "
-        f"precision (default {PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
+        help="what runs Whisper's encoder: auto (OpenVINO int8 where the CPU has int8 units, "
+        "VNNI or AMX, built once into the cache; else CTranslate2; $BYOA_SKILLS_ENCODER "
+        "stands in for it), ctranslate2, openvino (CPU only; bf16 with bf16 units, else f32), "
+        "or openvino-f32 / openvino-bf16 / openvino-int8 to force the precision (default "
+        f"{PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
     )
     parser.add_argument(
         "--log-level",
