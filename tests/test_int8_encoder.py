@@ -153,7 +153,6 @@ def test_two_processes_building_at_once_build_it_once(tiny_dir: Path, own_cache:
     assert [b.exitcode for b in builders] == [0, 0]
 
 
-@pytest.mark.encoder
 def test_the_int8_encoder_hears_the_words_of_ctranslate2s(engine_home: Path) -> None:
     # real speech: JFK's sentence word for word, and the held-out English sentences (speech the
     # calibration never saw) within 5 % word edits of CTranslate2 int8's transcripts
