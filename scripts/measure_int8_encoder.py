@@ -14,7 +14,8 @@ encoder: edits no more than CTranslate2 float32's, or 1 % of the words, whicheve
 
 ``--kept-float`` builds the int8 model with those node-name patterns kept float in a scratch
 cache (the installation's own cache is not touched); without it the patterns the engine uses
-(``KEPT_FLOAT``) run from the engine's cache.
+(``KEPT_FLOAT``) run from the engine's cache. ``--no-bf16`` decides as on a CPU without bf16
+units (OpenVINO's float graph and int8's float layers in f32), as a VNNI-only CPU runs them.
 """
 
 from __future__ import annotations
@@ -54,12 +55,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=PARTS, required=True)
     parser.add_argument("--model", default="base")
     parser.add_argument("--kept-float", nargs="*", default=None, metavar="REGEX")
+    parser.add_argument("--no-bf16", action="store_true", help="float layers f32, bf16 or not")
     parser.add_argument("--json", help="write the figures and transcripts here")
     parser.add_argument(
         "--baseline", help="take the other encoders' transcripts from this --json of the same part"
     )
     args = parser.parse_args(argv)
     model_dir = ensure_model(args.model)
+    if args.no_bf16:
+        from byoa_skills.runtimes.speech import encoder_choice
+
+        flags = (encoder_choice.cpu_flags() or "").split()
+        kept = " ".join(f for f in flags if f not in encoder_choice.BF16_FLAGS)
+        encoder_choice.cpu_flags = lambda path=encoder_choice.CPUINFO: kept
     records = real_records(args.part)
     if args.kept_float is not None:
         from byoa_skills.runtimes.speech import openvino_int8

@@ -75,40 +75,105 @@ def test_auto_runs_int8_where_the_cpu_has_int8_units(monkeypatch: pytest.MonkeyP
         choose_encoder("openvino-int8", device="cuda")
 
 
-def test_the_int8_model_is_cached_reused_and_a_damaged_or_stale_one_rebuilt(
+def _build(model_dir: str, home: str, out: multiprocessing.Queue) -> None:
+    os.environ["BYOA_SKILLS_HOME"] = home
+    os.environ.pop(DERIVED_ENV, None)
+    from byoa_skills.runtimes.speech.openvino_int8 import cached_int8_model
+
+    out.put(cached_int8_model(model_dir).built)
+
+
+def test_built_once_by_two_at_once_reused_and_a_damaged_or_stale_one_rebuilt(
     tiny_dir: Path, own_cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from byoa_skills.runtimes.speech import openvino_int8
+    from byoa_skills.runtimes.speech.derived import file_sha256
     from byoa_skills.runtimes.speech.openvino_int8 import (
         ARTEFACT,
         BIN_NAME,
+        KEPT_FLOAT,
         XML_NAME,
         cached_int8_model,
+        recipe,
     )
 
+    # two processes asking at once: one quantizes, the other waits and reads its files
+    context = multiprocessing.get_context("spawn")
+    out: multiprocessing.Queue = context.Queue()
+    home = os.environ["BYOA_SKILLS_HOME"]
+    builders = [context.Process(target=_build, args=(str(tiny_dir), home, out)) for _ in (1, 2)]
+    for builder in builders:
+        builder.start()
+    built = sorted(out.get(timeout=600) for _ in builders)
+    for builder in builders:
+        builder.join(timeout=60)
+    assert built == [False, True] and [b.exitcode for b in builders] == [0, 0]
+
     first = cached_int8_model(tiny_dir)
-    assert first.built and first.path is not None and first.path.name == XML_NAME
+    assert not first.built and first.path is not None and first.path.name == XML_NAME
     folder = first.path.parent
     assert folder.is_relative_to(own_cache) and folder.stat().st_mode & 0o077 == 0
-    graph = (folder / XML_NAME).read_text()
-    assert "FakeQuantize" in graph  # quantized, not the float graph under another name
+    assert "FakeQuantize" in (folder / XML_NAME).read_text()  # quantized, not the float graph
     weights = (folder / BIN_NAME).read_bytes()
-    assert not cached_int8_model(tiny_dir).built  # built once, then reused
 
     data = bytearray(weights)
     data[len(data) // 2] ^= 0xFF
     (folder / BIN_NAME).write_bytes(bytes(data))
     assert cached_int8_model(tiny_dir).built
     assert (folder / BIN_NAME).read_bytes() == weights  # the same calibration, the same model
-
-    # another list of float layers is another recipe: the cache is stale
-    record = json.loads((folder / f"{ARTEFACT.name}.json").read_text())
-    kept = ".*layer_0/self_attention/linear_1"
-    stale = cached_int8_model(tiny_dir, kept_float=(kept,))
-    assert stale.built
-    assert json.loads((folder / f"{ARTEFACT.name}.json").read_text())["recipe"] != record["recipe"]
     assert "event=derived-rebuilt name=openvino-encoder-int8" in caplog.text
-    assert (kept,) != openvino_int8.KEPT_FLOAT
+
+    # made another way (another kept-float list, calibration set or NNCF): stale, not used
+    source = file_sha256(tiny_dir / "model.bin")
+    assert ARTEFACT.problem(folder, source, recipe(KEPT_FLOAT)) is None
+    other = recipe((".*layer_0/self_attention/linear_1",))
+    assert other != recipe(KEPT_FLOAT)
+    assert "recipe changed" in (ARTEFACT.problem(folder, source, other) or "")
+
+
+def test_ctrl_c_while_the_int8_encoder_is_built_stops_at_once_with_its_child(
+    engine_home: Path, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    derived = tmp_path / "derived"
+    env = {
+        **os.environ,
+        "BYOA_SKILLS_HOME": str(engine_home),
+        DERIVED_ENV: str(derived),
+        ENCODER_ENV: "openvino-int8",
+    }
+    clip = str(SPEECH / "jfk.wav")
+    running = subprocess.Popen(
+        [sys.executable, "-m", "byoa_skills", "transcribe", "--model", "tiny.en", clip],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        children: list[psutil.Process] = []
+        for _ in range(1200):  # until the quantizer runs in its own process
+            if list(derived.glob("*/.int8-build-*")):
+                children = psutil.Process(running.pid).children(recursive=True)
+                if children:
+                    break
+            time.sleep(0.05)
+        assert children, "the int8 build never started"
+        running.send_signal(signal.SIGINT)
+        _out, err = running.communicate(timeout=60)
+    finally:
+        running.kill()
+    assert running.returncode == 130, err
+    assert err.strip() == "byoa-skills transcribe: stopped", err
+    _gone, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive  # the quantizer ended with the command
+    assert not list(derived.glob("*/openvino-encoder-int8.json"))  # nothing half-made kept
+    assert not list(derived.glob("*/.int8-build-*"))
 
 
 def test_without_a_private_cache_folder_the_float_graph_runs_and_says_why(
@@ -129,28 +194,6 @@ def test_without_a_private_cache_folder_the_float_graph_runs_and_says_why(
     assert "country" in heard.text.lower() and heard.encoder == f"openvino-{rest}"
     assert not any(own_cache.iterdir())
     assert "event=int8-encoder-fallback" in caplog.text
-
-
-def _build(model_dir: str, home: str, out: multiprocessing.Queue) -> None:
-    os.environ["BYOA_SKILLS_HOME"] = home
-    os.environ.pop(DERIVED_ENV, None)
-    from byoa_skills.runtimes.speech.openvino_int8 import cached_int8_model
-
-    out.put(cached_int8_model(model_dir).built)
-
-
-def test_two_processes_building_at_once_build_it_once(tiny_dir: Path, own_cache: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    out: multiprocessing.Queue = context.Queue()
-    home = os.environ["BYOA_SKILLS_HOME"]
-    builders = [context.Process(target=_build, args=(str(tiny_dir), home, out)) for _ in (1, 2)]
-    for builder in builders:
-        builder.start()
-    built = sorted(out.get(timeout=600) for _ in builders)
-    for builder in builders:
-        builder.join(timeout=60)
-    assert built == [False, True]  # one quantized; the other waited and read its files
-    assert [b.exitcode for b in builders] == [0, 0]
 
 
 def test_the_int8_encoder_hears_the_words_of_ctranslate2s(engine_home: Path) -> None:

@@ -59,7 +59,7 @@ def quantize_encoder(model: Any, windows: Sequence[Any], kept_float: Sequence[st
     nncf.set_log_level(logging.WARNING)  # not a line per node kept float
     ignored = nncf.IgnoredScope(patterns=list(kept_float), validate=False) if kept_float else None
     with contextlib.redirect_stdout(sys.stderr):  # NNCF's progress bars are not our output
-        return nncf.quantize(
+        return nncf.quantize(  # type: ignore[no-any-return]
             model,
             nncf.Dataset(list(windows)),
             model_type=nncf.ModelType.TRANSFORMER,
@@ -123,24 +123,79 @@ def _write_cache(
 ) -> None:
     import openvino as ov
 
-    from byoa_skills.runtimes.speech.calibration import calibration_windows
-
     began = time.monotonic()
-    model = ov.Core().read_model(str(float_xml))
-    n_mels = model.input(0).get_partial_shape()[1].get_length()
-    windows = calibration_windows(n_mels)
-    log.info("event=int8-encoder-building windows=%d folder=%s", len(windows), folder)
-    quantized = quantize_encoder(model, windows, kept_float)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".int8-build-") as scratch:
         xml = Path(scratch) / XML_NAME
-        ov.save_model(quantized, str(xml), compress_to_fp16=False)
+        windows = _quantize_in_child(float_xml, xml, kept_float)
         files = {name: (Path(scratch) / name).read_bytes() for name in (XML_NAME, BIN_NAME)}
     ARTEFACT.write(
         folder,
         source_sha256,
         files,
         recipe=made,
-        calibration_windows=len(windows),
+        calibration_windows=windows,
         kept_float=list(kept_float),
+        openvino=ov.__version__,
         seconds=round(time.monotonic() - began, 1),
     )
+
+
+def _quantize_in_child(float_xml: Path, xml: Path, kept_float: Sequence[str]) -> int:
+    """Quantize in a process of its own, waited on here: a signal to this process (Ctrl-C, a
+    stop) ends the wait at once and the child with it, whatever NNCF does with signals, and
+    NNCF's memory goes with the child. The calibration windows used."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    error = xml.with_suffix(".error")
+    child = context.Process(
+        target=_quantize_files,
+        args=(str(float_xml), str(xml), tuple(kept_float), os.getpid()),
+        name="byoa-int8-quantize",
+        daemon=True,
+    )
+    log.info("event=int8-encoder-building folder=%s (once, about half a minute)", xml.parent.parent)
+    child.start()
+    try:
+        while child.is_alive():
+            child.join(0.2)
+    except BaseException:
+        child.kill()
+        child.join()
+        raise
+    if child.exitcode != 0:
+        said = error.read_text(errors="replace") if error.exists() else f"exit {child.exitcode}"
+        raise RuntimeError(f"quantizing the encoder failed: {said}")
+    return int(xml.with_suffix(".windows").read_text())
+
+
+def _quantize_files(float_xml: str, xml: str, kept_float: tuple[str, ...], parent: int) -> None:
+    """The child's work: read the float model, quantize it, save it as ``xml`` (and its
+    ``.bin``), the windows' count beside it; on failure the reason in ``.error``, exit 1. It
+    ends by itself when its parent does."""
+    import threading
+
+    def watch_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch_parent, daemon=True).start()
+    quiet = os.open(os.devnull, os.O_WRONLY)  # NNCF's progress bars and notes: the parent's
+    os.dup2(quiet, 1)  # log line says what runs, and a failure comes back in ``.error``
+    os.dup2(quiet, 2)
+    out = Path(xml)
+    try:
+        import openvino as ov
+
+        from byoa_skills.runtimes.speech.calibration import calibration_windows
+
+        model = ov.Core().read_model(float_xml)
+        n_mels = model.input(0).get_partial_shape()[1].get_length()
+        windows = calibration_windows(n_mels)
+        quantized = quantize_encoder(model, windows, kept_float)
+        ov.save_model(quantized, xml, compress_to_fp16=False)
+        out.with_suffix(".windows").write_text(str(len(windows)))
+    except Exception as error:
+        out.with_suffix(".error").write_text(f"{type(error).__name__}: {error}"[:500])
+        sys.exit(1)
