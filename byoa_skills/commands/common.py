@@ -44,8 +44,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoder-backend",
         choices=ENCODER_BACKENDS,
         default=PoolConfig.encoder_backend,
-        help="what runs Whisper's encoder: auto (OpenVINO int8 where the CPU has int8 units, "
-        "VNNI or AMX, built once into the cache; else CTranslate2; $BYOA_SKILLS_ENCODER "
+        help="what runs Whisper's encoder: auto (OpenVINO int8 where the CPU has int8 and "
+        "bf16 units, built once into the cache; else CTranslate2; $BYOA_SKILLS_ENCODER "
         "stands in for it), ctranslate2, openvino (CPU only; bf16 with bf16 units, else f32), "
         "or openvino-f32 / openvino-bf16 / openvino-int8 to force the precision (default "
         f"{PoolConfig.encoder_backend}; the decoder is always CTranslate2's)",
