@@ -187,4 +187,5 @@ def test_ctrl_c_stops_transcribe_with_one_line_and_status_130(
     finally:
         running.kill()
     assert running.returncode == 130, err
-    assert "Traceback" not in err and err.strip() == "byoa-skills transcribe: stopped", err
+    said = [line for line in err.strip().splitlines() if "int8-encoder-building" not in line]
+    assert "Traceback" not in err and said == ["byoa-skills transcribe: stopped"], err

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import math
 import sys
 import time
@@ -36,6 +37,7 @@ from byoa_skills.recordings import (
     RecordingService,
     open_audio,
 )
+from byoa_skills.runtimes.speech.openvino_int8 import BUILD_LOGGER
 from byoa_skills.wav import MAX_CLIP_SECONDS, SAMPLE_RATE, WavError, parse_wav
 
 #: The shortest ``--max-minutes`` taken.
@@ -75,6 +77,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Transcribe the files one by one, printing each text as soon as it is known."""
     configure_logging(args.log_level)
+    if logging.getLogger().level == logging.WARNING:  # the default: a long first build is said
+        logging.getLogger(BUILD_LOGGER).setLevel(logging.INFO)
     if args.language is not None:
         try:
             require_language(args.model, args.language)

@@ -44,6 +44,10 @@ ARTEFACT = DerivedArtefact("openvino-encoder-int8", (XML_NAME, BIN_NAME), FORMAT
 KEPT_FLOAT: tuple[str, ...] = (r".*ffn/linear_1",)
 
 log = logging.getLogger("byoa_skills.runtimes")
+#: The one line that says the build has begun: a command that shows only warnings (such as
+#: ``transcribe``) shows this logger's too, so that half a minute of quiet is explained.
+BUILD_LOGGER = "byoa_skills.runtimes.int8"
+BUILD_LOG = logging.getLogger(BUILD_LOGGER)
 
 
 class Int8Unavailable(RuntimeError):
@@ -154,7 +158,11 @@ def _quantize_in_child(float_xml: Path, xml: Path, kept_float: Sequence[str]) ->
         name="byoa-int8-quantize",
         daemon=True,
     )
-    log.info("event=int8-encoder-building folder=%s (once, about half a minute)", xml.parent.parent)
+    BUILD_LOG.info(
+        "event=int8-encoder-building folder=%s: quantizing the encoder for this CPU, once "
+        "(about half a minute)",
+        xml.parent.parent,
+    )
     child.start()
     try:
         while child.is_alive():
