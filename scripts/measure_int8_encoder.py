@@ -31,6 +31,7 @@ import numpy as np
 import soundfile
 
 from byoa_skills.bench.clips import PARTS, REAL_DIR, real_records
+from byoa_skills.bench.scenarios.encoder import word_edit_limit
 from byoa_skills.bench.scenarios.longform import word_errors
 from byoa_skills.models import ensure_model
 from byoa_skills.pool.config import engine_decode_options
@@ -42,7 +43,10 @@ def transcripts(model_dir: Any, records: list[dict[str, Any]], **how: Any) -> li
     options = engine_decode_options(None, model_dir.name)
     speech = WhisperCT2Backend(model_dir, cpu_threads=2, options=options, **how)
     speech.load()
-    print(f"  {how}: encoder {speech.encoder.description}", file=sys.stderr)
+    print(
+        f"  {how}: encoder {speech.encoder.label} ({speech.encoder.precision_said})",
+        file=sys.stderr,
+    )
     texts = []
     for record in records:
         samples, _ = soundfile.read(REAL_DIR / record["file"], dtype="float32")
@@ -97,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             "clips_changed": sum(1 for e, _ in edits if e),
             "wer": sum(e for e, _ in wer) / max(1, sum(n for _, n in wer)),
         }
-    limit = max(
-        figures["ctranslate2-float32"]["edits_vs_int8"], figures["ctranslate2-int8"]["words"] / 100
+    limit = word_edit_limit(
+        figures["ctranslate2-float32"]["edits_vs_int8"], figures["ctranslate2-int8"]["words"]
     )
     print(f"part {args.part}, {len(records)} clips, {args.model}, kept float {args.kept_float}")
     for name, f in figures.items():

@@ -41,6 +41,12 @@ REFERENCE, DEFAULT = "ctranslate2-float32", "ctranslate2-int8"
 Encode = Callable[[np.ndarray], np.ndarray]
 
 
+def word_edit_limit(float32_edits: int, words: int) -> float:
+    """The most word edits against CTranslate2 int8's transcripts an encoder may make and
+    still keep the words: CTranslate2 float32's, or 1 % of the words, whichever is larger."""
+    return max(float32_edits, words / 100)
+
+
 def run(ctx: Context) -> dict[str, Any]:
     """Per backend, window and thread count the encoder's seconds; per backend and window
     the cosine with CTranslate2 float32; per backend the word edits against CTranslate2 int8;
@@ -230,7 +236,7 @@ def _word_edits(ctx: Context, bf16: bool) -> dict[str, dict[str, Any]]:
             "words": sum(n for _, n in pairs),
             "clips": len(records),
         }
-    limit = max(edits[REFERENCE]["edits"], edits[DEFAULT]["words"] / 100)
+    limit = word_edit_limit(edits[REFERENCE]["edits"], edits[DEFAULT]["words"])
     for figures in edits.values():
         figures["keeps_words"] = figures["edits"] <= limit
     return edits

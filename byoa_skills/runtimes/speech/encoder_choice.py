@@ -78,14 +78,6 @@ class EncoderChoice:
         return self.precision
 
     @property
-    def description(self) -> str:
-        """The label with the float layers' precision, for people: ``openvino-int8 (float
-        layers bf16)``; the label alone where there is nothing more to say."""
-        if self.inference and self.inference != self.precision:
-            return f"{self.label} (float layers {self.inference})"
-        return self.label
-
-    @property
     def openvino(self) -> bool:
         """Whether OpenVINO runs the encoder."""
         return self.engine == "openvino"

@@ -18,7 +18,6 @@ Only the standard library is imported at module level; openvino and nncf when a 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -62,15 +61,14 @@ def quantize_encoder(model: Any, windows: Sequence[Any], kept_float: Sequence[st
 
     nncf.set_log_level(logging.WARNING)  # not a line per node kept float
     ignored = nncf.IgnoredScope(patterns=list(kept_float), validate=False) if kept_float else None
-    with contextlib.redirect_stdout(sys.stderr):  # NNCF's progress bars are not our output
-        return nncf.quantize(  # type: ignore[no-any-return]
-            model,
-            nncf.Dataset(list(windows)),
-            model_type=nncf.ModelType.TRANSFORMER,
-            preset=nncf.QuantizationPreset.MIXED,
-            subset_size=len(windows),
-            ignored_scope=ignored,
-        )
+    return nncf.quantize(  # type: ignore[no-any-return]
+        model,
+        nncf.Dataset(list(windows)),
+        model_type=nncf.ModelType.TRANSFORMER,
+        preset=nncf.QuantizationPreset.MIXED,
+        subset_size=len(windows),
+        ignored_scope=ignored,
+    )
 
 
 def recipe(kept_float: Sequence[str]) -> str:

@@ -102,7 +102,6 @@ class WhisperCT2Backend(SpeechBackend):
             encoder_backend, device=device, compute_type=self.compute_type
         )
         self._openvino: dict[bool, Any] = {}
-        self._why_not = ""
 
     def load(self) -> None:
         """Load the model (and the VAD model when the options use it). Idempotent.
@@ -161,16 +160,18 @@ class WhisperCT2Backend(SpeechBackend):
 
         choice = self._encoder
         if choice.precision == "int8":
-            compiled = self._try_openvino(self._int8_model, choice.inference)
+            compiled, why_not = self._try_openvino(self._int8_model, choice.inference)
             if compiled:
                 return compiled
-            why = f"the int8 encoder did not load: {self._why_not}"
+            why = f"the int8 encoder did not load: {why_not}"
             log.error("event=int8-encoder-fallback reason=%r", why)
             self._encoder = EncoderChoice("openvino", choice.inference, why, choice.inference)
-        compiled = self._try_openvino(cached_encoder_model, self._encoder.inference or "f32")
+        compiled, why_not = self._try_openvino(
+            cached_encoder_model, self._encoder.inference or "f32"
+        )
         if compiled:
             return compiled
-        why = f"the OpenVINO encoder did not load: {self._why_not}"
+        why = f"the OpenVINO encoder did not load: {why_not}"
         log.error("event=openvino-encoder-fallback reason=%r", why)
         self._encoder = EncoderChoice("ctranslate2", self.compute_type, why)
         return {}
@@ -180,22 +181,24 @@ class WhisperCT2Backend(SpeechBackend):
 
         return cached_int8_model(model_dir, rebuild=rebuild)
 
-    def _try_openvino(self, cached: Any, inference: str) -> dict[bool, Any]:
+    def _try_openvino(self, cached: Any, inference: str) -> tuple[dict[bool, Any], str]:
         """The encoder from ``cached(model_dir, rebuild=...)`` compiled, rebuilt once when it
-        does not load; an empty dict (and :attr:`_why_not` set) when it cannot be had."""
+        does not load, and ``""``; an empty dict and why when it cannot be had."""
         from byoa_skills.runtimes.speech.openvino_int8 import Int8Unavailable
 
+        why_not = ""
         for rebuild in (False, True):
             try:
-                return self._compile_openvino(cached(self.model_dir, rebuild=rebuild), inference)
+                model = cached(self.model_dir, rebuild=rebuild)
+                return self._compile_openvino(model, inference), ""
             except Int8Unavailable as error:
-                self._why_not = _one_line(error)
-                log.warning("event=int8-encoder-unavailable reason=%r", self._why_not)
-                return {}
+                why_not = _one_line(error)
+                log.warning("event=int8-encoder-unavailable reason=%r", why_not)
+                return {}, why_not
             except Exception as error:  # OpenVINO's own errors: a damaged or foreign graph
-                self._why_not = _one_line(error)
-                log.warning("event=openvino-encoder-rebuild reason=%r", self._why_not)
-        return {}
+                why_not = _one_line(error)
+                log.warning("event=openvino-encoder-rebuild reason=%r", why_not)
+        return {}, why_not
 
     def _compile_openvino(self, model: Any, inference: str) -> dict[bool, Any]:
         from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
