@@ -233,14 +233,16 @@ def test_the_int8_encoder_hears_the_words_of_ctranslate2s(engine_home: Path) -> 
 
 
 def test_health_the_engine_view_and_each_answer_name_int8_and_its_precision(
-    engine_home: Path,
+    engine_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a folder of its own: the engine's worker (a daemon process) quantizes it itself
     import asyncio
     import base64
 
     from engine import call_http, start_engine
     from test_store_damaged import wallet_api
 
+    monkeypatch.setenv(DERIVED_ENV, str(tmp_path / "derived"))
     rest = choose_encoder("openvino-int8").inference
     engine = start_engine(
         engine_home,

@@ -143,42 +143,40 @@ def _write_cache(
 
 
 def _quantize_in_child(float_xml: Path, xml: Path, kept_float: Sequence[str]) -> int:
-    """Quantize in a process of its own, waited on here: a signal to this process (Ctrl-C, a
-    stop) ends the wait at once and the child with it, whatever NNCF does with signals, and
-    NNCF's memory goes with the child. The calibration windows used."""
-    import multiprocessing
+    """Quantize in a process of its own (``python -m`` this module; a pool worker is a daemon
+    process, which may not start multiprocessing children), waited on here: a signal to this
+    process (Ctrl-C, a stop) ends the wait at once and the child with it, whatever NNCF does
+    with signals, and NNCF's memory goes with the child. The calibration windows used."""
+    import subprocess
 
-    context = multiprocessing.get_context("spawn")
     error = xml.with_suffix(".error")
-    child = context.Process(
-        target=_quantize_files,
-        args=(str(float_xml), str(xml), tuple(kept_float), os.getpid()),
-        name="byoa-int8-quantize",
-        daemon=True,
-    )
+    command = [sys.executable, "-m", __name__, str(float_xml), str(xml), str(os.getpid())]
     BUILD_LOG.info(
         "event=int8-encoder-building folder=%s: quantizing the encoder for this CPU, once "
         "(about half a minute)",
         xml.parent.parent,
     )
-    child.start()
+    # its output is NNCF's progress bars and notes: the line above says what runs, and a
+    # failure comes back in ``.error``
+    child = subprocess.Popen(
+        [*command, *kept_float], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
-        while child.is_alive():
-            child.join(0.2)
+        code = child.wait()
     except BaseException:
         child.kill()
-        child.join()
+        child.wait()
         raise
-    if child.exitcode != 0:
-        said = error.read_text(errors="replace") if error.exists() else f"exit {child.exitcode}"
+    if code != 0:
+        said = error.read_text(errors="replace") if error.exists() else f"exit {code}"
         raise RuntimeError(f"quantizing the encoder failed: {said}")
     return int(xml.with_suffix(".windows").read_text())
 
 
-def _quantize_files(float_xml: str, xml: str, kept_float: tuple[str, ...], parent: int) -> None:
+def _quantize_files(float_xml: str, xml: str, kept_float: Sequence[str], parent: int) -> int:
     """The child's work: read the float model, quantize it, save it as ``xml`` (and its
-    ``.bin``), the windows' count beside it; on failure the reason in ``.error``, exit 1. It
-    ends by itself when its parent does."""
+    ``.bin``), the windows' count beside it; on failure the reason in ``.error`` and 1 (the
+    exit status). It ends by itself when its parent does."""
     import threading
 
     def watch_parent() -> None:
@@ -187,9 +185,6 @@ def _quantize_files(float_xml: str, xml: str, kept_float: tuple[str, ...], paren
         os._exit(1)
 
     threading.Thread(target=watch_parent, daemon=True).start()
-    quiet = os.open(os.devnull, os.O_WRONLY)  # NNCF's progress bars and notes: the parent's
-    os.dup2(quiet, 1)  # log line says what runs, and a failure comes back in ``.error``
-    os.dup2(quiet, 2)
     out = Path(xml)
     try:
         import openvino as ov
@@ -204,4 +199,9 @@ def _quantize_files(float_xml: str, xml: str, kept_float: tuple[str, ...], paren
         out.with_suffix(".windows").write_text(str(len(windows)))
     except Exception as error:
         out.with_suffix(".error").write_text(f"{type(error).__name__}: {error}"[:500])
-        sys.exit(1)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # the child of _quantize_in_child: FLOAT_XML XML PARENT KEPT...
+    sys.exit(_quantize_files(sys.argv[1], sys.argv[2], sys.argv[4:], int(sys.argv[3])))
