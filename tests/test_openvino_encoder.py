@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -103,6 +104,43 @@ def test_forced_openvino_hears_the_words_of_the_ctranslate2_path(base_dir: Path)
         assert expected.encoder == "ctranslate2-int8"
         assert heard.encoder == FORCED
         assert heard.text and normalized_words(heard.text) == normalized_words(expected.text)
+
+
+def test_a_single_threaded_encoder_never_narrows_a_thread_to_one_core(base_dir: Path) -> None:
+    """Each pool worker encodes on one thread: a thread pinned to the first core while it
+    encodes puts two workers' encoders on the same core (they then take turns)."""
+    import threading
+    import time
+
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+    from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
+
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("one core: nothing to narrow")
+    encoder = OpenVINOEncoder(cached_encoder_model(base_dir).source, threads=1)
+    seen: set[frozenset[int]] = set()
+    encoding = threading.Event()
+
+    def watch() -> None:
+        while not encoding.is_set():
+            time.sleep(0.001)
+        while encoding.is_set():
+            for task in os.listdir("/proc/self/task"):
+                with contextlib.suppress(OSError):  # the thread ended meanwhile
+                    seen.add(frozenset(os.sched_getaffinity(int(task))))
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    encoding.set()
+    try:
+        for _ in range(3):
+            encoder.encode(np.zeros((1, 80, 3000), dtype=np.float32))
+    finally:
+        encoding.clear()
+        watcher.join()
+    assert seen == {frozenset(allowed)}
 
 
 def folder_beside(base_dir: Path, tmp_path: Path) -> Path:
