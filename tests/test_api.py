@@ -241,9 +241,18 @@ def test_an_answer_says_its_queue_and_model_time(engine: Engine) -> None:
     status, timing, waited_ms = asyncio.run(run())
     assert status == 200
     parts = dict(part.strip().split(";", 1) for part in timing.split(","))
-    assert set(parts) == {"queue", "infer", "window", "encoder"}
-    queue, infer = (float(parts[name].removeprefix("dur=")) for name in ("queue", "infer"))
-    # both in milliseconds, and both inside the wait the client saw
-    assert queue >= 0 and infer > 0 and queue + infer <= waited_ms
+    phases = ("features", "encode", "detect", "decode")
+    assert set(parts) == {"queue", "infer", "window", "encoder", "handoff", *phases}
+    ms = {
+        name: float(value.removeprefix("dur="))
+        for name, value in parts.items()
+        if value.startswith("dur=")
+    }
+    # all in milliseconds, and all inside the wait the client saw
+    assert ms["queue"] >= 0 and ms["infer"] > 0 and ms["handoff"] >= 0
+    assert ms["queue"] + ms["infer"] + ms["handoff"] <= waited_ms
+    # the model's phases inside its time (each rounded to 0.1 ms); a language was given
+    assert ms["encode"] > 0 and ms["decode"] > 0 and ms["features"] > 0 and ms["detect"] == 0
+    assert sum(ms[name] for name in phases) <= ms["infer"] + 0.2
     assert parts["window"] == 'desc="30s"'  # the default: the whole window
     assert parts["encoder"] == f'desc="{ENCODER}"'  # auto: OpenVINO only with int8 or bf16 units

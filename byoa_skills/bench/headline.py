@@ -44,6 +44,12 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             "higher",
             f"direct best ({direct.get('best_short')}), the engine's windows and decode",
         )
+        out["faster_whisper_direct_throughput"] = _figure(
+            direct.get("faster_whisper_best_throughput"),
+            "clips/s",
+            "higher",
+            f"faster-whisper direct ({direct.get('faster_whisper_best')})",
+        )
     if floor := _ok(results, "floor"):
         for name, figures in floor["groups"].items():
             out[f"floor_{name}_p50_s"] = _figure(
@@ -52,6 +58,12 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
     if engine := _ok(results, "engine"):
         out["engine_throughput"] = _figure(
             engine["best_throughput"], "clips/s", "higher", "engine throughput, best level"
+        )
+        out["engine_vs_faster_whisper"] = _figure(
+            engine.get("vs_faster_whisper"), "ratio", "higher", "engine / faster-whisper direct"
+        )
+        out["engine_c2_vs_c1"] = _figure(
+            engine.get("c2_vs_c1"), "ratio", "higher", "engine throughput at 2 calls / at 1"
         )
         out["engine_vs_direct_best"] = _figure(
             engine.get("vs_direct_best"), "ratio", "higher", "engine / direct best throughput"

@@ -47,6 +47,26 @@ def _sweep_table(sweep: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _phase_table(splits: list[dict[str, Any]]) -> list[str]:
+    """Where a call's time goes at each concurrency: mean ms per call, and share of the wait."""
+    parts = list(splits[0]["ms"]) if splits and splits[0]["ms"] else []
+    lines = [
+        "| concurrency | wait ms | " + " | ".join(parts) + " |",
+        "|---|---|" + "---|" * len(parts),
+    ]
+    for split in splits:
+        cells = " | ".join(
+            f"{split['ms'][part]:.0f} ({split['share'][part]:.0%})" for part in parts
+        )
+        lines.append(f"| {split['concurrency']} | {split['waited_ms']:.0f} | {cells} |")
+    return [
+        "Where a call's time goes (mean ms per call, share of the wait; the model's phases "
+        "are its batch's):",
+        "",
+        *lines,
+    ]
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The report as markdown: machine, headline, then each scenario's tables."""
     machine, settings = results["machine"], results["settings"]
@@ -104,6 +124,14 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {layout['processes']} process x {layout['threads']} thread, the engine's "
                 f"windows and decode{best} | {_n(layout['throughput'])} | "
+                f"{layout['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
+            )
+        for key, layout in entry.get("faster_whisper_layouts", {}).items():
+            best = " (best)" if key == entry.get("faster_whisper_best") else ""
+            lat = layout["latency_s"]
+            lines.append(
+                f"| {layout['processes']} process x {layout['threads']} thread, faster-whisper's "
+                f"transcribe{best} | {_n(layout['throughput'])} | "
                 f"{layout['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
             )
     elif name == "floor":
@@ -166,6 +194,17 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             for label, stats in entry["overhead_ms"].items():
                 lines.append(_stats_row(label, stats))
         lines += ["", *_sweep_table(entry["sweep"])]
+        if entry.get("phase_split"):
+            lines += ["", *_phase_table(entry["phase_split"])]
+        if entry.get("c2_vs_c1"):
+            lines += ["", f"Throughput at 2 calls / at 1 call: {entry['c2_vs_c1']:.2f}."]
+        if entry.get("vs_faster_whisper"):
+            lines += [
+                "",
+                f"Best throughput {_n(entry['best_throughput'])} clips/s = "
+                f"{entry['vs_faster_whisper']:.2f}x faster-whisper direct "
+                f"({_n(entry['faster_whisper_best'])} clips/s).",
+            ]
         if entry.get("vs_direct_best"):
             lines += [
                 "",

@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,6 +44,9 @@ class Timed:
     infer: float
     #: The encoder window that answered it, in seconds (None: the engine did not say).
     window: float | None = None
+    #: Every duration the engine's ``Server-Timing`` gave, in seconds, by metric (the model's
+    #: phases ``features``, ``encode``, ``detect``, ``decode``, and ``handoff`` among them).
+    timing: dict[str, float] = field(default_factory=dict)
 
     @property
     def overhead(self) -> float:
@@ -191,7 +194,11 @@ class EngineProcess:
         header = response.headers.get("Server-Timing", "")
         timing = parse_server_timing(header)
         return Timed(
-            waited, timing.get("queue", 0.0), timing.get("infer", 0.0), server_timing_window(header)
+            waited,
+            timing.get("queue", 0.0),
+            timing.get("infer", 0.0),
+            server_timing_window(header),
+            timing,
         )
 
 

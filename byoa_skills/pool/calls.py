@@ -60,6 +60,13 @@ class Transcription:
         """The model's own time in the worker, for the whole batch."""
         return self.transcript.seconds
 
+    @property
+    def handoff_seconds(self) -> float:
+        """The time the pool took around the model: the samples into shared memory, the job
+        and the answers over the worker's pipe (the answer's time less the queue and the
+        model)."""
+        return max(0.0, self.seconds - self.queued_seconds - self.inference_seconds)
+
 
 @dataclass
 class Call:

@@ -36,6 +36,7 @@ from byoa_skills.protocol.frames import (
     present,
 )
 from byoa_skills.protocol.serving import SendChunk, serve_calls
+from byoa_skills.runtimes.speech.base import PHASES
 from byoa_skills.runtimes.text import ChunkHook
 from byoa_skills.serve.bodies import choice_refusal, json_body, refusal
 from byoa_skills.serve.extension_routes import add_routes as add_extension_routes
@@ -341,14 +342,21 @@ async def _call(
     return await app[ENGINE_KEY].call(*args)
 
 
+#: The ``Server-Timing`` metrics with a duration, by the call's fact that holds it (ms).
+TIMED_METRICS = (
+    ("queue", "queued_ms"),
+    ("infer", "infer_ms"),
+    *((phase, f"{phase}_ms") for phase in PHASES),
+    ("handoff", "handoff_ms"),
+)
+
+
 def _server_timing(result: CallResult) -> dict[str, str]:
-    """A ``Server-Timing`` header with the queue wait and the model's time, when known, and
-    the encoder window (seconds) and the encoder (``openvino-bf16``, ``ctranslate2-int8``…)
-    that gave a transcript."""
+    """A ``Server-Timing`` header with the queue wait, the model's time and its phases, and
+    the pool's handoff around it, when known; and the encoder window (seconds) and the encoder
+    (``openvino-bf16``, ``ctranslate2-int8``…) that gave a transcript."""
     parts = [
-        f"{name};dur={result.facts[key]}"
-        for name, key in (("queue", "queued_ms"), ("infer", "infer_ms"))
-        if key in result.facts
+        f"{name};dur={result.facts[key]}" for name, key in TIMED_METRICS if key in result.facts
     ]
     if "window_s" in result.facts:
         parts.append(f'window;desc="{result.facts["window_s"]:g}s"')

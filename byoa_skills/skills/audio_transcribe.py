@@ -83,6 +83,11 @@ class AudioTranscribe(Skill):
             facts={
                 "queued_ms": round(answer.queued_seconds * 1000, 1),
                 "infer_ms": round(answer.inference_seconds * 1000, 1),
+                **{
+                    f"{name}_ms": round(seconds * 1000, 1)
+                    for name, seconds in answer.transcript.phases
+                },
+                "handoff_ms": round(answer.handoff_seconds * 1000, 1),
                 "window_s": answer.transcript.window_seconds,
                 "encoder": answer.transcript.encoder,
                 "language": answer.language or "",

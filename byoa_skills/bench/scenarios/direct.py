@@ -8,7 +8,13 @@ and with the engine's own windows, guard and decode choices
 (:func:`byoa_skills.pool.config.engine_decode_options`), whose best layout is "direct best,
 short windows": what the engine's decoding gives without the pool, so that the engine's
 throughput over it is what the pool costs. When the engine's decoding is the whole window (its
-default), the one measurement serves both (``engine_decodes_as_whole``)."""
+default), the one measurement serves both (``engine_decodes_as_whole``).
+
+And once more per layout with faster-whisper itself, as a user calls it: ``WhisperModel``
+(CTranslate2 int8, its own encoder) and its ``transcribe`` with the language and beam 5, every
+other option its default. Its best layout is "faster-whisper direct", the yardstick of "faster
+than calling faster-whisper yourself": the runtime's own encoder (OpenVINO where ``auto``
+chooses it) makes "direct best" faster than faster-whisper, so the two are not the same."""
 
 from __future__ import annotations
 
@@ -23,8 +29,9 @@ from byoa_skills.bench.stats import spread_of, summarize
 
 NAME = "direct"
 TITLE = "Runtime called directly"
-#: The two ways measured in each layout: the whole window, and the engine's windows.
-WAYS = ("whole", "engine")
+#: The ways measured in each layout: the runtime with the whole window, with the engine's
+#: windows, and faster-whisper's own ``transcribe``.
+WAYS = ("whole", "engine", "faster-whisper")
 
 
 def layouts(cores: int) -> list[tuple[int, int]]:
@@ -46,21 +53,40 @@ def _worker(
     from byoa_skills.runtimes.speech import DecodeOptions, load_backend
 
     floats = {key: (s.astype(np.float32) / 32768, lang) for key, (s, lang) in clips.items()}
-    options = engine_decode_options(DEFAULT_ENCODER_SECONDS, name) if way == "engine" else None
-    backend = load_backend(
-        model_dir,
-        model_name=name,
-        device=device,
-        cpu_threads=threads,
-        options=options or DecodeOptions(),
-    )
-    backend.transcribe(*floats[next(iter(floats))])  # the warm-up the pool's workers run
+    if way == "faster-whisper":
+        transcribe = _faster_whisper(model_dir, device, threads)
+    else:
+        options = engine_decode_options(DEFAULT_ENCODER_SECONDS, name) if way == "engine" else None
+        backend = load_backend(
+            model_dir,
+            model_name=name,
+            device=device,
+            cpu_threads=threads,
+            options=options or DecodeOptions(),
+        )
+        transcribe = backend.transcribe
+    transcribe(*floats[next(iter(floats))])  # the warm-up the pool's workers run
     out.put(("ready", 0.0))
     while (key := jobs.get()) is not None:
         began = time.perf_counter()
-        backend.transcribe(*floats[key])
+        transcribe(*floats[key])
         out.put(("done", time.perf_counter() - began))
     out.put(("stopped", 0.0))
+
+
+def _faster_whisper(model_dir: str, device: str, threads: int) -> Any:
+    """faster-whisper as a user calls it: a function of (samples, language) to the text."""
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(
+        model_dir, device=device, compute_type="int8", cpu_threads=threads, local_files_only=True
+    )
+
+    def transcribe(samples: np.ndarray, language: str | None) -> str:
+        segments, _ = model.transcribe(samples, language=language, beam_size=5)
+        return "".join(segment.text for segment in segments)
+
+    return transcribe
 
 
 def measure_layout(ctx: Context, processes: int, threads: int, way: str) -> dict[str, Any]:
@@ -111,7 +137,7 @@ def measure_layout(ctx: Context, processes: int, threads: int, way: str) -> dict
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    """Every layout's figures both ways, and which layout was best each way."""
+    """Every layout's figures each way, and which layout was best each way."""
     if ctx.settings.device == "cuda":
         ctx.reporter.note("direct: measured on the CPU; the gpu scenario covers CUDA")
     from byoa_skills.pool.config import DEFAULT_ENCODER_SECONDS, engine_decode_options
@@ -120,20 +146,27 @@ def run(ctx: Context) -> dict[str, Any]:
     found = layouts(ctx.cores)
     # when the engine decodes as faster-whisper does, one measurement is both ways'
     same = engine_decode_options(DEFAULT_ENCODER_SECONDS, ctx.settings.model) == DecodeOptions()
-    ways = WAYS[:1] if same else WAYS
+    ways = [way for way in WAYS if not (same and way == "engine")]
     ctx.reporter.start(NAME, len(ways) * len(found) * ctx.settings.rounds)
     results: dict[str, dict[str, Any]] = {way: {} for way in WAYS}
     for way in ways:
         for processes, threads in found:
-            window = "whole window" if way == "whole" else "the engine's windows"
+            window = {
+                "whole": "whole window",
+                "engine": "the engine's windows",
+                "faster-whisper": "faster-whisper's transcribe",
+            }[way]
             ctx.reporter.step(f"{processes} process(es) x {threads} thread(s), {window}")
             results[way][f"{processes}x{threads}"] = measure_layout(ctx, processes, threads, way)
     if same:
         results["engine"] = results["whole"]
     best = max(results["whole"], key=lambda key: results["whole"][key]["throughput"])
     best_short = max(results["engine"], key=lambda key: results["engine"][key]["throughput"])
+    yardstick = results["faster-whisper"]
+    best_fw = max(yardstick, key=lambda key: yardstick[key]["throughput"])
     ctx.shared["direct_best"] = results["whole"][best]["throughput"]
     ctx.shared["direct_best_short"] = results["engine"][best_short]["throughput"]
+    ctx.shared["faster_whisper_best"] = yardstick[best_fw]["throughput"]
     return {
         "mix": "real",
         "layouts": results["whole"],
@@ -143,4 +176,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "best_short": best_short,
         "best_short_throughput": results["engine"][best_short]["throughput"],
         "engine_decodes_as_whole": same,
+        "faster_whisper_layouts": yardstick,
+        "faster_whisper_best": best_fw,
+        "faster_whisper_best_throughput": yardstick[best_fw]["throughput"],
     }

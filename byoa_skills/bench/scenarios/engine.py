@@ -1,8 +1,11 @@
 """``engine``: ``byoa-skills serve`` on loopback, called over HTTP as the wallet calls it:
 latency by clip length and by real clip group (with its ratio to the ``floor``), the API's
 overhead per call, and a concurrency sweep over the mixed real clips from 1 to twice the
-workers, with the ratio of its best throughput to "direct best" (the whole window) and to
-"direct best, short windows" (the engine's own decoding without the pool)."""
+workers, with each level's phase split (where a call's time goes), the ratio of the throughput
+at 2 calls to that at 1, and the ratio of its best throughput to "faster-whisper direct"
+(faster-whisper called as a user calls it), to "direct best" (the runtime in-process, the
+whole window) and to "direct best, short windows" (the engine's own decoding without the
+pool)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ def run(ctx: Context) -> dict[str, Any]:
     short = ctx.shared.get("direct_best_short")
     figures["direct_best_short"] = short
     figures["vs_direct_best_short"] = figures["best_throughput"] / short if short else None
+    yardstick = ctx.shared.get("faster_whisper_best")
+    figures["faster_whisper_best"] = yardstick
+    figures["vs_faster_whisper"] = figures["best_throughput"] / yardstick if yardstick else None
     floor = ctx.shared.get("floor", {})
     figures["vs_floor"] = {
         name: stats["p50"] / floor[name]

@@ -12,6 +12,7 @@ import aiohttp
 from byoa_skills.bench.clips import LABELS, skill_body
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.load import by_clip, by_group, sweep
+from byoa_skills.bench.phases import phase_split
 from byoa_skills.bench.server import EngineProcess, Timed, json_body, start_engine
 from byoa_skills.bench.stats import summarize
 
@@ -100,9 +101,18 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
                 {clip.key: clip.language for clips in ctx.real.values() for clip in clips},
             )
             ctx.reporter.step(f"concurrency sweep {list(levels)}")
-            levels_out = await sweep(
-                call, ctx.real_mix(settings.calls), levels, settings.rounds, ctx.reporter.advance
-            )
+            levels_out, splits = [], []
+            for level in levels:
+                before = {key: len(calls) for key, calls in timed.items()}
+                levels_out += await sweep(
+                    call,
+                    ctx.real_mix(settings.calls),
+                    [level],
+                    settings.rounds,
+                    ctx.reporter.advance,
+                )
+                made = [t for key, calls in timed.items() for t in calls[before[key] :]]
+                splits.append({"concurrency": level, **phase_split(made)})
         return {
             "latency_s": latency,
             "group_latency_s": by_groups,
@@ -110,10 +120,13 @@ def measure(ctx: Context, engine: EngineProcess, workers: int) -> dict[str, Any]
             "infer_s": infer,
             "overhead_ms": overhead,
             "sweep": [level.to_dict() for level in levels_out],
+            "phase_split": splits,
         }
 
     figures = asyncio.run(go())
     top = max(figures["sweep"], key=lambda level: level["throughput"])
+    rates = {level["concurrency"]: level["throughput"] for level in figures["sweep"]}
+    figures["c2_vs_c1"] = rates[2] / rates[1] if rates.get(1) and rates.get(2) else None
     figures["workers"] = workers
     figures["best_throughput"] = top["throughput"]
     figures["best_concurrency"] = top["concurrency"]

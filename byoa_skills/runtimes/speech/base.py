@@ -13,6 +13,9 @@ from byoa_skills.runtimes.speech.options import DecodeRequest
 
 #: The sample rate every backend takes, in samples per second.
 SAMPLE_RATE = 16000
+#: The phases of a call a backend times (:attr:`Transcript.phases`): the log-Mel features
+#: (and the VAD, when on), the encoder passes, the language detection, the decodes.
+PHASES = ("features", "encode", "detect", "decode")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ class Transcript:
     #: The engine and precision that ran the encoder: ``ctranslate2-int8``,
     #: ``openvino-bf16``, ``openvino-f32``… ("": not known).
     encoder: str = ""
+    #: Seconds spent in each of :data:`PHASES` by the batch that gave this answer (every
+    #: clip decoded with it shares them; empty: not timed).
+    phases: tuple[tuple[str, float], ...] = ()
 
 
 class SpeechBackend(ABC):

@@ -9,7 +9,8 @@ import logging
 import os
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from byoa_skills.runtimes.speech.base import (
+    PHASES,
     SAMPLE_RATE,
     Segment,
     SpeechBackend,
@@ -248,6 +250,7 @@ class WhisperCT2Backend(SpeechBackend):
         """
         began = time.perf_counter()
         model = self._require_model()
+        clock = PhaseClock()
         answers: list[Transcript | RuntimeRefusal | None] = [None] * len(items)
         pending: list[_Clip] = []
         for index, (samples, language) in enumerate(items):
@@ -256,11 +259,13 @@ class WhisperCT2Backend(SpeechBackend):
             except RuntimeRefusal as refusal:
                 answers[index] = refusal
                 continue
-            audio = speech_only(samples, self._vad_options) if self.options.vad_filter else samples
-            if audio.size == 0:
+            with clock.phase("features"):
+                vad = self.options.vad_filter
+                audio = speech_only(samples, self._vad_options) if vad else samples
+                features = model.feature_extractor(audio) if audio.size else None
+            if features is None:
                 answers[index] = _transcript("", language, 1.0 if language else 0.0, began)
                 continue
-            features = model.feature_extractor(audio)
             window = min(model.feature_extractor.nb_max_frames, features.shape[-1] - 1)
             seconds = audio.size / SAMPLE_RATE
             pending.append(
@@ -276,15 +281,22 @@ class WhisperCT2Backend(SpeechBackend):
         while pending:
             again: list[_Clip] = []
             for group in _groups(pending):
-                again += self._decode_group(model, group, began, wide)
+                again += self._decode_group(model, group, began, wide, clock)
             for clip in pending:
                 if clip.answer is not None:
                     answers[clip.index] = clip.answer
             pending = again
-        return [answer for answer in answers if answer is not None]
+        phases, ended = clock.said(), time.perf_counter() - began
+        return [
+            replace(answer, phases=phases, seconds=ended)
+            if isinstance(answer, Transcript)
+            else answer
+            for answer in answers
+            if answer is not None
+        ]
 
     def _decode_group(
-        self, model: WhisperModel, group: list[_Clip], began: float, wide: bool
+        self, model: WhisperModel, group: list[_Clip], began: float, wide: bool, clock: PhaseClock
     ) -> list[_Clip]:
         """Encode the clips of one window together, decode them, and keep each answer the
         guard accepts (``clip.answer``); the clips to decode again, on their next step."""
@@ -292,12 +304,14 @@ class WhisperCT2Backend(SpeechBackend):
 
         frames = self._frames(group[0].window)
         batch = np.stack([pad_or_trim(clip.features, frames) for clip in group])
-        encoder_output = self._encode(model, batch, wide)
+        with clock.phase("encode"):
+            encoder_output = self._encode(model, batch, wide)
         widened = self._wide is not None or True in self._openvino
         threads = self.wide_threads if wide and widened else self.cpu_threads
         for position, clip in enumerate(group):
             if clip.language is None and clip.detected is None:
-                clip.detected = self._detect(model, encoder_output, position)
+                with clock.phase("detect"):
+                    clip.detected = self._detect(model, encoder_output, position)
         again: list[_Clip] = []
         now: list[int] = []
         for position, clip in enumerate(group):
@@ -315,7 +329,8 @@ class WhisperCT2Backend(SpeechBackend):
             beams, positions = by_beams.popitem()
             clips = [group[p] for p in positions]
             output = _rows(encoder_output, positions, len(group))
-            transcripts = self._generate(model, output, clips, beams, began, threads)
+            with clock.phase("decode"):
+                transcripts = self._generate(model, output, clips, beams, began, threads)
             retry_beam: list[int] = []
             for position, clip, transcript in zip(positions, clips, transcripts, strict=True):
                 step = guard_step(
@@ -508,6 +523,26 @@ class WhisperCT2Backend(SpeechBackend):
         if self._model is None:
             raise RuntimeError("the backend is not loaded: call load() first")
         return self._model
+
+
+class PhaseClock:
+    """The seconds a batch spends in each of :data:`PHASES`, summed over its passes."""
+
+    def __init__(self) -> None:
+        self._seconds = dict.fromkeys(PHASES, 0.0)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the block as part of phase ``name``."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._seconds[name] += time.perf_counter() - began
+
+    def said(self) -> tuple[tuple[str, float], ...]:
+        """Each phase's seconds, in the order of :data:`PHASES`."""
+        return tuple((name, round(self._seconds[name], 6)) for name in PHASES)
 
 
 def prompt_budget(multilingual: bool, max_new_tokens: int | None) -> int:

@@ -1,0 +1,48 @@
+"""Where an engine call's time goes: the mean milliseconds of each part of the wait a client
+saw, and its share of that wait, from the engine's ``Server-Timing`` of each call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from byoa_skills.bench.server import Timed
+from byoa_skills.runtimes.speech.base import PHASES
+
+#: The parts of a call's wait, in the order a call meets them: the queue; the model's phases
+#: (:data:`~byoa_skills.runtimes.speech.base.PHASES`); ``worker``, the model's time outside
+#: them (tokenizer, the batch's bookkeeping); ``handoff``, the pool around the model (shared
+#: memory, the worker's pipe); ``api``, what is left: HTTP, JSON, base64, the WAV check.
+PARTS = ("queue", *PHASES, "worker", "handoff", "api")
+
+
+def parts_of(call: Timed) -> dict[str, float]:
+    """The seconds of each of :data:`PARTS` in one call's wait (they add up to it)."""
+    phases = {name: call.timing.get(name, 0.0) for name in PHASES}
+    handoff = call.timing.get("handoff", 0.0)
+    return {
+        "queue": call.queue,
+        **phases,
+        "worker": max(0.0, call.infer - sum(phases.values())),
+        "handoff": handoff,
+        "api": max(0.0, call.waited - call.queue - call.infer - handoff),
+    }
+
+
+def phase_split(calls: Sequence[Timed]) -> dict[str, Any]:
+    """Over ``calls``: their number, the mean wait (ms), each part's mean (ms) and its share of
+    the mean wait."""
+    if not calls:
+        return {"calls": 0, "waited_ms": 0.0, "ms": {}, "share": {}}
+    totals = dict.fromkeys(PARTS, 0.0)
+    for call in calls:
+        for name, seconds in parts_of(call).items():
+            totals[name] += seconds
+    waited = sum(call.waited for call in calls) / len(calls)
+    means = {name: total / len(calls) for name, total in totals.items()}
+    return {
+        "calls": len(calls),
+        "waited_ms": waited * 1000,
+        "ms": {name: mean * 1000 for name, mean in means.items()},
+        "share": {name: mean / waited if waited else 0.0 for name, mean in means.items()},
+    }
