@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from byoa_skills.bench import cli, compare, plots
+from byoa_skills.bench.phases import PARTS, parts_of, phase_split
 from byoa_skills.bench.scenarios import default_names, names
-from byoa_skills.bench.server import parse_server_timing, server_timing_window
+from byoa_skills.bench.server import Timed, parse_server_timing, server_timing_window
 from byoa_skills.bench.stats import spread_of, summarize
 from byoa_skills.bench.wyoming import encode_event, read_event
 
@@ -41,6 +42,24 @@ def test_server_timing_header_is_read_in_seconds() -> None:
     assert server_timing_window(header) == 10.0
     assert server_timing_window('window;desc="5s", infer;dur=3') == 5.0
     assert server_timing_window("queue;dur=1.5, infer;dur=900") is None
+
+
+def test_a_calls_wait_is_split_into_parts_that_add_up_to_it() -> None:
+    header = (
+        "queue;dur=40, infer;dur=300, features;dur=10, encode;dur=100, detect;dur=0, "
+        'decode;dur=180, handoff;dur=2, window;desc="30s", encoder;desc="openvino-int8"'
+    )
+    timing = parse_server_timing(header)
+    call = Timed(0.350, timing["queue"], timing["infer"], 30.0, timing)
+    parts = parts_of(call)
+    assert list(parts) == list(PARTS)
+    assert parts["worker"] == pytest.approx(0.010)  # the model's time outside its phases
+    assert parts["api"] == pytest.approx(0.008)  # 350 - 40 - 300 - 2
+    assert sum(parts.values()) == pytest.approx(call.waited)
+    split = phase_split([call, Timed(0.150, 0.0, 0.1, 30.0, {"encode": 0.05, "decode": 0.05})])
+    assert split["calls"] == 2 and split["waited_ms"] == pytest.approx(250)
+    assert split["ms"]["encode"] == pytest.approx(75) and split["ms"]["queue"] == pytest.approx(20)
+    assert split["share"]["decode"] == pytest.approx(115 / 250)
 
 
 def test_wyoming_events_round_trip() -> None:
@@ -187,6 +206,10 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     short = direct["short_layouts"][direct["best_short"]]
     assert direct["best_short_throughput"] == short["throughput"] > 0
     assert short["throughput"] == max(x["throughput"] for x in direct["short_layouts"].values())
+    # the yardstick: faster-whisper's own transcribe, every layout
+    assert set(direct["faster_whisper_layouts"]) == set(direct["layouts"])
+    yardstick = direct["faster_whisper_layouts"][direct["faster_whisper_best"]]
+    assert direct["faster_whisper_best_throughput"] == yardstick["throughput"] > 0
 
     # the floor per clip group, and the engine's p50 over it from the same run
     groups = {"1-2s", "3-6s", "6-15s"}
@@ -207,6 +230,19 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert engine["vs_direct_best_short"] == pytest.approx(
         engine["best_throughput"] / direct["best_short_throughput"]
     )
+    assert engine["vs_faster_whisper"] == pytest.approx(
+        engine["best_throughput"] / direct["faster_whisper_best_throughput"]
+    )
+    assert results["headline"]["engine_vs_faster_whisper"]["value"] == engine["vs_faster_whisper"]
+    rates = {level["concurrency"]: level["throughput"] for level in engine["sweep"]}
+    assert engine["c2_vs_c1"] == pytest.approx(rates[2] / rates[1])
+    # where each level's time went: every part measured, adding up to the mean wait
+    assert [split["concurrency"] for split in engine["phase_split"]] == list(rates)
+    for split in engine["phase_split"]:
+        assert split["calls"] >= 2 * split["concurrency"]
+        assert list(split["ms"]) == list(PARTS)
+        assert split["ms"]["encode"] > 0 and split["ms"]["decode"] > 0
+        assert sum(split["ms"].values()) == pytest.approx(split["waited_ms"], rel=0.02)
     assert set(engine["group_latency_s"]) == set(engine["vs_floor"]) == groups
     for name, stats in engine["group_latency_s"].items():
         assert engine["vs_floor"][name] == pytest.approx(
@@ -245,6 +281,14 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     memory = scenarios["memory"]
     assert len(memory["worker_rss_mib"]) == machine["cores"]
     assert all(v > 0 for v in memory["worker_rss_mib"].values()) and memory["front_rss_mib"] > 0
+    for pid, peak in memory["worker_peak_mib"].items():
+        assert peak >= memory["worker_rss_mib"][pid]
+    if memory["encoder"].startswith("openvino"):  # measured beside CTranslate2 alone
+        alone = memory["ctranslate2_alone"]
+        assert len(alone["worker_peak_mib"]) == machine["cores"]
+        assert memory["peak_vs_ctranslate2"] == pytest.approx(
+            memory["worker_peak_max_mib"] / alone["worker_peak_max_mib"]
+        )
 
     idle = scenarios["idle"]
     # with the workers let go the whole engine is the front process (and its helpers) alone

@@ -123,6 +123,15 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             memory["worker_rss_max_mib"], "MiB", "lower", "largest worker RSS"
         )
         out["front_rss_mib"] = _figure(memory["front_rss_mib"], "MiB", "lower", "front RSS")
+        out["worker_peak_max_mib"] = _figure(
+            memory.get("worker_peak_max_mib"), "MiB", "lower", "largest worker peak RSS"
+        )
+        out["worker_peak_vs_ctranslate2"] = _figure(
+            memory.get("peak_vs_ctranslate2"),
+            "ratio",
+            "lower",
+            "largest worker peak / CTranslate2 alone's",
+        )
     if peer := _ok(results, "peer"):
         out["peer_throughput"] = _figure(
             peer["best_throughput"], "clips/s", "higher", "peer throughput, best level"

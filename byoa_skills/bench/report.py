@@ -331,6 +331,15 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
             f"Workers: {workers} MiB; front process: {entry['front_rss_mib']:.0f} MiB; "
             f"total {entry['total_rss_mib']:.0f} MiB."
         )
+        if entry.get("worker_peak_mib"):
+            peaks = ", ".join(f"{v:.0f}" for v in entry["worker_peak_mib"].values())
+            lines += ["", f"Workers' peaks ({entry.get('encoder', '')}): {peaks} MiB."]
+        if alone := entry.get("ctranslate2_alone"):
+            peaks = ", ".join(f"{v:.0f}" for v in alone["worker_peak_mib"].values())
+            lines.append(
+                f"With CTranslate2's encoder alone, after the same calls: workers' peaks {peaks} "
+                f"MiB; largest peak / CTranslate2 alone's: {entry['peak_vs_ctranslate2']:.2f}."
+            )
     return lines
 
 

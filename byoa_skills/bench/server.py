@@ -139,8 +139,15 @@ class EngineProcess:
 
     def _ready_body(self) -> dict[str, Any]:
         """GET /ready's JSON body; empty while the engine does not answer 200."""
+        return self._open_json("/ready")
+
+    def health(self) -> dict[str, Any]:
+        """GET /health's JSON body (the encoder that runs among it); empty when unanswered."""
+        return self._open_json("/health")
+
+    def _open_json(self, path: str) -> dict[str, Any]:
         try:
-            with urllib.request.urlopen(self.url + "/ready", timeout=10) as response:
+            with urllib.request.urlopen(self.url + path, timeout=10) as response:
                 return dict(json.loads(response.read()))
         except (urllib.error.URLError, OSError, ValueError):
             return {}

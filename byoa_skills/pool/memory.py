@@ -17,3 +17,17 @@ def rss_mib(pid: int | None = None) -> float | None:
     except (OSError, ValueError, IndexError):
         return None
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_rss_mib(pid: int | None = None) -> float | None:
+    """The most resident memory process ``pid`` (this process when None) has held, in MiB,
+    as ``/proc/PID/status`` tells it (``VmHWM``); None where it cannot be read."""
+    path = "/proc/self/status" if pid is None else f"/proc/{pid}/status"
+    try:
+        with open(path) as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

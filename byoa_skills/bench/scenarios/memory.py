@@ -1,28 +1,87 @@
-"""``memory``: resident memory of each worker (pids from ``/ready``) and of the front process."""
+"""``memory``: resident memory of each worker (pids from ``/ready``) and of the front process,
+now and at its peak; where the workers' encoder runs on OpenVINO, the same figures of an
+engine whose workers run CTranslate2 alone (``--encoder-backend ctranslate2``), measured in
+the same run after the same calls, and the ratio of the two peaks."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import aiohttp
 
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.scenarios import enginerun
-from byoa_skills.bench.server import rss_mib
+from byoa_skills.bench.server import EngineProcess, rss_mib, start_engine
+from byoa_skills.pool.memory import peak_rss_mib
 
 NAME = "memory"
 TITLE = "Memory"
+#: The calls each engine answers before it is measured: the mixed real clips, one at a time,
+#: then two at once (so each worker's peak includes its encoder on a whole window).
+CALLS = 8
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    """VmRSS in MiB, read after the engine has answered calls (when a scenario ran them)."""
-    ctx.reporter.start(NAME, 1)
+    """VmRSS and VmHWM in MiB of the run's engine, read after it has answered calls; with an
+    OpenVINO encoder, those of a CTranslate2-only engine beside them."""
+    ctx.reporter.start(NAME, 2)
     engine = enginerun.running(ctx, "cpu")
-    workers = {str(pid): round(rss_mib(pid), 1) for pid in engine.workers()}
-    front = round(rss_mib(engine.process.pid), 1)
+    _answer_calls(ctx, engine)
+    figures = _measured(engine)
+    figures["encoder"] = engine.health().get("encoder", "")
     ctx.reporter.advance()
+    if figures["encoder"].startswith("openvino"):
+        ctx.reporter.step("an engine with CTranslate2's encoder alone, for comparison")
+        workers, threads = enginerun.engine_layout(ctx, "cpu")
+        alone = start_engine(
+            ctx.home,
+            ctx.settings.model,
+            workers=workers,
+            threads=threads,
+            log_name="serve-ctranslate2.log",
+            extra=("--encoder-backend", "ctranslate2"),
+        )
+        try:
+            alone.wait_ready()
+            _answer_calls(ctx, alone)
+            figures["ctranslate2_alone"] = _measured(alone)
+        finally:
+            alone.stop()
+        peak, base = figures["worker_peak_max_mib"], figures["ctranslate2_alone"]
+        figures["peak_vs_ctranslate2"] = peak / base["worker_peak_max_mib"] if peak else None
+    ctx.reporter.advance()
+    return figures
+
+
+def _answer_calls(ctx: Context, engine: EngineProcess) -> None:
+    payloads = enginerun.bodies(ctx)
+    labels = ctx.real_mix(CALLS)
+
+    async def go() -> None:
+        async with aiohttp.ClientSession() as session:
+            for label in labels:
+                await engine.call(session, payloads[label])
+            for first, second in zip(labels[::2], labels[1::2], strict=False):
+                await asyncio.gather(
+                    engine.call(session, payloads[first]), engine.call(session, payloads[second])
+                )
+
+    asyncio.run(go())
+
+
+def _measured(engine: EngineProcess) -> dict[str, Any]:
+    pids = engine.workers()
+    workers = {str(pid): round(rss_mib(pid), 1) for pid in pids}
+    peaks = {str(pid): round(peak_rss_mib(pid) or 0.0, 1) for pid in pids}
+    front = round(rss_mib(engine.process.pid), 1)
     values = list(workers.values())
     return {
         "worker_rss_mib": workers,
         "worker_rss_max_mib": max(values) if values else None,
+        "worker_peak_mib": peaks,
+        "worker_peak_max_mib": max(peaks.values()) if peaks else None,
+        "worker_peak_min_mib": min(peaks.values()) if peaks else None,
         "front_rss_mib": front,
         "total_rss_mib": round(front + sum(values), 1),
     }

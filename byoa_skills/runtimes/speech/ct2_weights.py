@@ -1,4 +1,4 @@
-"""Read the variables of a CTranslate2 ``model.bin`` back into numpy arrays.
+"""Read the variables of a CTranslate2 ``model.bin`` back into numpy arrays, and write them.
 
 CTranslate2 writes its models with ``ModelSpec._serialize`` (python/ctranslate2/specs/
 model_spec.py) and reads them with ``load_model`` (src/models/model.cc); no library reads them
@@ -40,6 +40,8 @@ _DTYPES: dict[int, np.dtype] = {
     4: np.dtype("<f2"),
 }
 _BFLOAT16 = 5
+#: Type ids by numpy dtype, for writing.
+_TYPE_IDS = {dtype: type_id for type_id, dtype in _DTYPES.items()}
 #: Before binary version 4 a variable names its item size, not its type.
 _DTYPES_BY_ITEM_SIZE = {1: np.dtype("i1"), 2: np.dtype("<f2"), 4: np.dtype("<f4")}
 
@@ -89,6 +91,40 @@ def read_ct2_variables(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Name → array for every variable and alias of the ``model.bin`` at ``path``; see
     :func:`read_ct2_model`."""
     return read_ct2_model(path).resolved()
+
+
+def write_ct2_model(model: Ct2Model) -> bytes:
+    """The bytes of a ``model.bin`` holding ``model`` in binary version
+    :data:`MAX_BINARY_VERSION` (what :func:`read_ct2_model` reads back; a bfloat16 variable,
+    widened on reading, is written as float32). Raises :class:`Ct2FormatError` for a variable
+    of a dtype CTranslate2 has no type for."""
+    parts = [
+        struct.pack("<I", MAX_BINARY_VERSION),
+        _string(model.spec),
+        struct.pack("<II", model.revision, len(model.variables)),
+    ]
+    for name, value in model.variables.items():
+        array = np.asarray(value)  # ascontiguousarray would make a scalar 1-D
+        dtype = array.dtype.newbyteorder("<") if array.dtype.itemsize > 1 else array.dtype
+        if dtype not in _TYPE_IDS:
+            raise Ct2FormatError(
+                f"variable {name!r} has dtype {array.dtype}, not a CTranslate2 type"
+            )
+        parts += [
+            _string(name),
+            struct.pack(f"<B{array.ndim}I", array.ndim, *array.shape),
+            struct.pack("<BI", _TYPE_IDS[dtype], array.nbytes),
+            array.astype(dtype, copy=False).tobytes(order="C"),
+        ]
+    parts.append(struct.pack("<I", len(model.aliases)))
+    for alias, target in model.aliases.items():
+        parts += [_string(alias), _string(target)]
+    return b"".join(parts)
+
+
+def _string(text: str) -> bytes:
+    data = text.encode("utf-8") + b"\0"
+    return struct.pack("<H", len(data)) + data
 
 
 class _Reader:

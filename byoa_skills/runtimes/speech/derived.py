@@ -52,17 +52,21 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 @dataclass(frozen=True)
 class DerivedArtefact:
     """One kind of artefact: its ``name`` (the record is ``NAME.json``), the ``files`` it is
-    made of, and its ``format`` (bumped whenever the way it is made changes)."""
+    made of, its ``format`` (bumped whenever the way it is made changes), and the
+    ``subfolder`` of the model's folder it keeps its files in ("": that folder itself; one of
+    its own where its files' names are generic, such as ``model.bin``)."""
 
     name: str
     files: tuple[str, ...]
     format: int
+    subfolder: str = ""
 
     def folder(self, source_sha256: str) -> Path:
         """Where the artefact of that ``model.bin`` lives, made private now. Raises
         ``OSError`` (``UnsafePathError`` among them) when it cannot be used."""
         root = private_folder(derived_root())
-        return private_folder(root / source_sha256[:16])
+        folder = private_folder(root / source_sha256[:16])
+        return private_folder(folder / self.subfolder) if self.subfolder else folder
 
     @contextlib.contextmanager
     def building(self, source_sha256: str) -> Iterator[Path]:

@@ -78,7 +78,8 @@ class WhisperCT2Backend(SpeechBackend):
         does not. ``encoder_backend`` (``auto``, ``ctranslate2``, ``openvino``) says which
         engine runs the encoder (:func:`choose_encoder`, resolved here, built and compiled by
         :meth:`load`); the decoder is always CTranslate2's. A request for timestamps runs
-        faster-whisper's own ``transcribe``, and so CTranslate2's encoder, whatever is chosen.
+        faster-whisper's own ``transcribe`` on the same encoder. With an OpenVINO encoder
+        CTranslate2's model is loaded without its encoder's weights (:mod:`decoder_only`).
         """
         if device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
@@ -104,6 +105,7 @@ class WhisperCT2Backend(SpeechBackend):
             encoder_backend, device=device, compute_type=self.compute_type
         )
         self._openvino: dict[bool, Any] = {}
+        self._decoder_only = False
 
     def load(self) -> None:
         """Load the model (and the VAD model when the options use it). Idempotent.
@@ -115,18 +117,12 @@ class WhisperCT2Backend(SpeechBackend):
             return
         if not (self.model_dir / "model.bin").is_file():
             raise FileNotFoundError(f"no model.bin in {self.model_dir}")
-        from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
-        model = WhisperModel(
-            str(self.model_dir),
-            device=self.device,
-            compute_type=self.compute_type,
-            cpu_threads=self.cpu_threads,
-            num_workers=self.num_workers,
-            local_files_only=True,
-        )
+        if self._encoder.openvino:
+            self._openvino = self._load_openvino()
+        model = self._load_decoder() if self._openvino else self._load_whisper(self.model_dir)
         if model.model.is_multilingual:
             # Only the codes whose language token this model's vocabulary has.
             token_id = model.hf_tokenizer.token_to_id
@@ -137,9 +133,7 @@ class WhisperCT2Backend(SpeechBackend):
         self._suppress_tokens = tuple(get_suppressed_tokens(english, [-1]))
         if self.options.vad_filter:
             self._vad_options = load_vad(self.options)
-        if self._encoder.openvino:
-            self._openvino = self._load_openvino()
-        if not self._encoder.openvino and self.wide_threads:
+        if not self._openvino and self.wide_threads:
             import ctranslate2
 
             self._wide = ctranslate2.models.Whisper(
@@ -150,6 +144,40 @@ class WhisperCT2Backend(SpeechBackend):
             )
         self._languages = frozenset(languages)
         self._model = model
+
+    def _load_whisper(self, folder: Path) -> WhisperModel:
+        from faster_whisper import WhisperModel
+
+        return WhisperModel(
+            str(folder),
+            device=self.device,
+            compute_type=self.compute_type,
+            cpu_threads=self.cpu_threads,
+            num_workers=self.num_workers,
+            local_files_only=True,
+        )
+
+    def _load_decoder(self) -> WhisperModel:
+        """CTranslate2's model without the encoder's weights (:mod:`decoder_only`), whose
+        encoder passes, faster-whisper's own ``transcribe`` included, run on OpenVINO; the
+        whole model where that one cannot be had."""
+        from byoa_skills.runtimes.speech.decoder_only import decoder_only_folder
+
+        try:
+            model = self._load_whisper(decoder_only_folder(self.model_dir))
+            self._decoder_only = True
+        except (OSError, RuntimeError, ValueError) as error:
+            log.warning("event=decoder-only-unavailable reason=%r", _one_line(error))
+            model = self._load_whisper(self.model_dir)
+        model.encode = self._encode_features  # type: ignore[method-assign]
+        return model
+
+    def _encode_features(self, features: np.ndarray) -> Any:
+        """faster-whisper's ``WhisperModel.encode``, on the OpenVINO encoder."""
+        import ctranslate2
+
+        batch = features[None] if features.ndim == 2 else features
+        return ctranslate2.StorageView.from_array(self._openvino[False].encode(batch))
 
     def _load_openvino(self) -> dict[bool, Any]:
         """The OpenVINO encoder compiled on ``cpu_threads`` (key False) and, with
@@ -215,6 +243,12 @@ class WhisperCT2Backend(SpeechBackend):
     def encoder(self) -> EncoderChoice:
         """The engine and precision that run the encoder (``encoder.label`` names it)."""
         return self._encoder
+
+    @property
+    def decoder_only(self) -> bool:
+        """Whether CTranslate2's model was loaded without its encoder's weights (the encoder
+        runs on OpenVINO)."""
+        return self._decoder_only
 
     @property
     def loaded(self) -> bool:
@@ -502,7 +536,7 @@ class WhisperCT2Backend(SpeechBackend):
             language_probability=float(probability),
             seconds=time.perf_counter() - began,
             segments=segments if request.timestamps != "none" else (),
-            encoder=f"ctranslate2-{self.compute_type}",  # faster-whisper's own encoder pass
+            encoder=self._encoder.label,
         )
 
     def encoder_frames(self, content_frames: int, language: str | None = None) -> int:
