@@ -9,8 +9,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 SPEECH = Path(__file__).parent / "data" / "speech"
 CLIPS: list[dict[str, Any]] = json.loads((SPEECH / "clips.json").read_text(encoding="utf-8"))
+
+
+def samples(file: str) -> np.ndarray:
+    """The float32 samples of one of the clips (plain 44-byte header)."""
+    data = (SPEECH / file).read_bytes()
+    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
 
 
 def clips(kind: str | None = None, language: str | None = None) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from speech import samples
 
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import DecodeRequest, load_backend
@@ -19,13 +20,6 @@ from byoa_skills.runtimes.speech.ct2_weights import read_ct2_model, write_ct2_mo
 from byoa_skills.runtimes.speech.decoder_only import MODEL_BIN, decoder_only_folder
 from byoa_skills.runtimes.speech.derived import DERIVED_ENV
 from byoa_skills.runtimes.speech.phrases import normalized_words
-
-SPEECH = Path(__file__).parent / "data" / "speech"
-
-
-def samples(file: str) -> np.ndarray:
-    data = (SPEECH / file).read_bytes()
-    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import multiprocessing
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
+from speech import samples
 
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import load_backend
@@ -29,11 +29,6 @@ AVX512_VNNI = AVX512 + " avx512_vnni"
 ALDER_LAKE = AVX2 + " avx_vnni"  # VNNI on 256-bit vectors, no AVX-512
 ZEN4 = AVX512_VNNI + " avx512_bf16"  # bf16 units, no AMX
 SAPPHIRE_RAPIDS = ZEN4 + " amx_bf16 amx_int8 amx_tile"
-
-
-def samples(file: str) -> np.ndarray:
-    data = (SPEECH / file).read_bytes()
-    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from engine import TOKEN, Engine, call_http, start_engine
 from fresh_import import modules_after_import
+from speech import samples
 
 from byoa_skills.models import model_path
 from byoa_skills.pool import PoolConfig
@@ -34,11 +35,6 @@ FORCED = choose_encoder("openvino").label
 NO_BF16 = "fpu sse2 avx avx2 fma f16c"
 AVX512_BF16 = NO_BF16 + " avx512f avx512_bf16"
 AMX = NO_BF16 + " amx_bf16 amx_tile"
-
-
-def samples(file: str) -> np.ndarray:
-    data = (SPEECH / file).read_bytes()
-    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
 
 
 @pytest.fixture(scope="module")

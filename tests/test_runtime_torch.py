@@ -19,6 +19,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: nothing f
 
 import numpy as np
 import pytest
+from speech import samples
 
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import (
@@ -51,11 +52,6 @@ GREEDY = DecodeOptions(beam_size=1)
 #: transformers' layer-norm names → CTranslate2's.
 BLOCKS = {"self_attn": "self_attention", "encoder_attn": "attention", "final": "ffn"}
 NORMS = {"weight": "gamma", "bias": "beta"}
-
-
-def samples(file: str) -> np.ndarray:
-    data = (SPEECH / file).read_bytes()
-    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
 
 
 def words(text: str) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fresh_import import modules_after_import
-from speech import faster_whisper_text
+from speech import faster_whisper_text, samples
 
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import (
@@ -51,12 +51,6 @@ def base(whisper_model_dir: Callable[[str], Path]) -> Iterator[SpeechBackend]:
 @pytest.fixture(scope="session")
 def tiny_en(whisper_model_dir: Callable[[str], Path]) -> Iterator[SpeechBackend]:
     yield load_backend(whisper_model_dir("tiny.en"), model_name="tiny.en", cpu_threads=THREADS)
-
-
-def samples(file: str) -> np.ndarray:
-    """The float32 samples of one of the clips (plain 44-byte header)."""
-    data = (SPEECH / file).read_bytes()
-    return np.frombuffer(data, dtype="<i2", offset=44).astype(np.float32) / np.float32(32768)
 
 
 def words(text: str) -> list[str]:
