@@ -110,30 +110,19 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 lines.append(_stats_row(f"{label}, {reader}", stats, digits=4))
     elif name == "direct":
         lines += ["| layout | clips/s | spread | p50 s | p95 s |", "|---|---|---|---|---|"]
-        for key, layout in entry["layouts"].items():
-            best = " (best)" if key == entry["best"] else ""
-            lat = layout["latency_s"]
-            lines.append(
-                f"| {layout['processes']} process x {layout['threads']} thread{best} | "
-                f"{_n(layout['throughput'])} | {layout['throughput_spread']:.1%} | "
-                f"{_n(lat['p50'])} | {_n(lat['p95'])} |"
-            )
-        for key, layout in entry.get("short_layouts", {}).items():
-            best = " (best)" if key == entry.get("best_short") else ""
-            lat = layout["latency_s"]
-            lines.append(
-                f"| {layout['processes']} process x {layout['threads']} thread, the engine's "
-                f"windows and decode{best} | {_n(layout['throughput'])} | "
-                f"{layout['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
-            )
-        for key, layout in entry.get("faster_whisper_layouts", {}).items():
-            best = " (best)" if key == entry.get("faster_whisper_best") else ""
-            lat = layout["latency_s"]
-            lines.append(
-                f"| {layout['processes']} process x {layout['threads']} thread, faster-whisper's "
-                f"transcribe{best} | {_n(layout['throughput'])} | "
-                f"{layout['throughput_spread']:.1%} | {_n(lat['p50'])} | {_n(lat['p95'])} |"
-            )
+        for layouts, best, way in (
+            ("layouts", "best", ""),
+            ("short_layouts", "best_short", ", the engine's windows and decode"),
+            ("faster_whisper_layouts", "faster_whisper_best", ", faster-whisper's transcribe"),
+        ):
+            for key, layout in entry.get(layouts, {}).items():
+                mark = " (best)" if key == entry.get(best) else ""
+                lat = layout["latency_s"]
+                lines.append(
+                    f"| {layout['processes']} process x {layout['threads']} thread{way}{mark} | "
+                    f"{_n(layout['throughput'])} | {layout['throughput_spread']:.1%} | "
+                    f"{_n(lat['p50'])} | {_n(lat['p95'])} |"
+                )
     elif name == "floor":
         lines += ["| group | floor p50 s | min s | windows s | tokens |", "|---|---|---|---|---|"]
         for group, figures in entry["groups"].items():

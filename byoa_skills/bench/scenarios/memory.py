@@ -81,7 +81,6 @@ def _measured(engine: EngineProcess) -> dict[str, Any]:
         "worker_rss_max_mib": max(values) if values else None,
         "worker_peak_mib": peaks,
         "worker_peak_max_mib": max(peaks.values()) if peaks else None,
-        "worker_peak_min_mib": min(peaks.values()) if peaks else None,
         "front_rss_mib": front,
         "total_rss_mib": round(front + sum(values), 1),
     }

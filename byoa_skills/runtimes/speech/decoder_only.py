@@ -17,7 +17,6 @@ OpenVINO encoder's output instead). Only numpy and the standard library are impo
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 from pathlib import Path
@@ -34,8 +33,6 @@ COMPANIONS = ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_c
 FORMAT = 1
 #: The variables cut to one element: the encoder's second convolution and its layers.
 CUT = re.compile(r"encoder/(conv2|layer_\d+)/")
-
-log = logging.getLogger("byoa_skills.runtimes")
 
 
 def without_encoder(model: Ct2Model) -> Ct2Model:
