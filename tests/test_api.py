@@ -171,7 +171,9 @@ def test_http_request_level_refusals(engine: Engine) -> None:
 def test_health_ready_and_metrics(engine: Engine) -> None:
     status, health = engine.get("/health", token=None)
     assert status == 200
-    assert json.loads(health) == {
+    said = json.loads(health)
+    kernels = said.pop("ct2Kernels")
+    assert said == {
         "ok": True,
         "status": "ok",
         "store": {"ok": True, "pendingChanges": 0},
@@ -179,6 +181,7 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
         "encoderPrecision": ENCODER_PRECISION,
         "pid": engine.process.pid,
     }
+    assert kernels == "ctranslate2" or kernels.split("-")[0] in ("mkl", "onednn")
     assert len(engine.workers()) == 2
     assert engine.get("/metrics", token=None)[0] == 401
     status, text = engine.get("/metrics")

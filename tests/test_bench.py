@@ -136,7 +136,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
 
 def test_quick_alone_runs_the_headline_scenarios_and_names_them_in_its_help() -> None:
     quick = default_names(quick=True)
-    assert quick == ["wav", "direct", "engine", "accuracy"]
+    assert quick == ["wav", "direct", "kernels", "engine", "accuracy"]
     assert set(quick) < set(default_names())
     assert all(name in cli.parser().format_help() for name in quick)
 
@@ -273,6 +273,16 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         for level in sweep:
             in_flight = level["throughput"] * level["latency_s"]["mean"]  # Little's law
             assert 0.2 * level["concurrency"] < in_flight <= 1.1 * level["concurrency"]
+
+    kernels = scenarios["kernels"]
+    if kernels["status"] == "ok":  # any CPU with AVX2
+        rows = kernels["candidates"]
+        assert kernels["own"] in rows and rows[kernels["own"]]["vs_own"] == pytest.approx(1.0)
+        assert all(r["decode_ms"] > 0 and r["vs_own"] > 0 for r in rows.values())
+        chosen = kernels["own"] if kernels["chosen"] == "ctranslate2" else kernels["chosen"]
+        assert rows[chosen]["same_words"]
+        report_md = (out / "report.md").read_text()
+        assert "CTranslate2's CPU kernels" in report_md and kernels["reason"] in report_md
 
     cold = scenarios["cold"]
     assert cold["first_vs_warm"] == pytest.approx(

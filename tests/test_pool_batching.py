@@ -183,3 +183,32 @@ def test_a_crash_inside_a_batch_answers_its_calls_and_loses_no_other(tiny: PoolC
     assert restarts == 1
     assert 1 <= len(crashed) <= 3 and len(crashed) + len(done) == 6
     assert all("country" in a.text.lower() for a in done)
+
+
+def test_a_call_given_up_in_a_batch_leaves_the_others_their_answers(tiny: PoolConfig) -> None:
+    config = replace(tiny, max_batch=4)
+
+    async def body(pool: WorkerPool) -> tuple[list, int, int]:
+        blocker = asyncio.create_task(outcome(pool.transcribe(clip("jfk.wav"), "en")))
+        while pool.busy_workers == 0:
+            await asyncio.sleep(0.01)
+        calls = [
+            asyncio.create_task(outcome(pool.transcribe(clip("jfk.wav"), "en"))) for _ in range(3)
+        ]
+        await asyncio.sleep(0.05)  # the three wait together behind the blocker
+        calls[1].cancel()  # its caller gives up while it waits
+        await blocker
+        await asyncio.sleep(0.05)  # the other two now run as one batch
+        calls[2].cancel()  # its caller gives up while the batch runs
+        kept = await calls[0]
+        for given_up in calls[1:]:
+            with pytest.raises(asyncio.CancelledError):
+                await given_up
+        after = await outcome(pool.transcribe(clip("jfk.wav"), "en"))
+        return [kept, after], pool.restarts, pool.busy_workers
+
+    (kept, after), restarts, busy = with_pool(config, body)
+    assert isinstance(kept, Transcription) and "country" in kept.text.lower()
+    assert kept.batch_size == 2  # decoded beside the call given up in the batch
+    assert isinstance(after, Transcription) and "country" in after.text.lower()
+    assert restarts == 0 and busy == 0  # no worker killed, no slot left taken

@@ -13,7 +13,7 @@ from byoa_skills.bench.clips import LABELS
 
 #: Scenarios whose module gives ``table_head``, ``table_rows`` and ``summary_line``: their
 #: table is in the report and printed beside the headline.
-TABLED = ("encoder", "judge")
+TABLED = ("kernels", "encoder", "judge")
 #: Said where a run measured no headline figure (a scenario run by name has its own table).
 NO_HEADLINE = "No headline figure in this run: the scenarios' own tables follow."
 

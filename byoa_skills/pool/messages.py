@@ -47,23 +47,28 @@ class Stop:
 @dataclass(frozen=True)
 class Ready:
     """The worker has loaded its model and warmed up; its resident memory then, in MiB, and
-    the encoder it runs (``openvino-bf16``…) with why (a fallback says what failed)."""
+    the encoder it runs (``openvino-bf16``…) with why (a fallback says what failed), and
+    CTranslate2's CPU kernels (``mkl-avx2``; ``ctranslate2``: its own pick; "": not on the
+    CPU)."""
 
     pid: int
     rss_mib: float
     encoder: str = ""
     encoder_reason: str = ""
     encoder_precision: str = ""
+    kernels: str = ""
 
 
 @dataclass(frozen=True)
 class EncoderRunning:
-    """The encoder a ready worker runs (``label``, empty: not said), why (``reason``) and its
-    precision in words (``int8, float layers bf16``)."""
+    """The encoder a ready worker runs (``label``, empty: not said), why (``reason``), its
+    precision in words (``int8, float layers bf16``), and the CTranslate2 CPU kernels it
+    decodes with (``kernels``, as :class:`Ready` says them)."""
 
     label: str
     reason: str
     precision: str = ""
+    kernels: str = ""
 
 
 @dataclass(frozen=True)

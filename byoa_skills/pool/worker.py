@@ -151,7 +151,7 @@ class WorkerProcess:
     def _dispatch(self, message: FromWorker) -> None:
         if isinstance(message, Ready) and not self._ready.done():
             self.encoder = EncoderRunning(
-                message.encoder, message.encoder_reason, message.encoder_precision
+                message.encoder, message.encoder_reason, message.encoder_precision, message.kernels
             )
             self._ready.set_result(message.rss_mib)
         elif isinstance(message, StartFailed) and not self._ready.done():

@@ -47,6 +47,7 @@ def run_worker(
     _thread_lock_for_progress_bars()
     try:
         shm = SharedMemory(name=shm_name)
+        kernels = _choose_kernels(config)
         backend = _load_backend(config, wide)
         if config.warm_up:
             backend.transcribe(warm_up_samples(), "en")
@@ -57,7 +58,7 @@ def run_worker(
         return
     encoder = getattr(backend, "encoder", None)
     said = (encoder.label, encoder.reason, encoder.precision_said) if encoder else ("", "", "")
-    conn.send(Ready(os.getpid(), rss_mib(), *said))
+    conn.send(Ready(os.getpid(), rss_mib(), *said, kernels=kernels))
     while True:
         try:
             message = conn.recv()
@@ -107,6 +108,21 @@ def _answers(  # type: ignore[no-untyped-def]
 
 def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
     return Clip(np.frombuffer(shm.buf, dtype="<i2", count=frames, offset=2 * offset)).to_float32()
+
+
+def _choose_kernels(config: PoolConfig) -> str:
+    """Set the CTranslate2 CPU kernels chosen for this machine before the model loads (see
+    :mod:`~byoa_skills.runtimes.speech.ct2_kernels`); their label ("" off the CPU or with
+    the torch backend)."""
+    from byoa_skills.runtimes.speech.devices import Backend, Device
+
+    if config.device is not Device.CPU or config.backend is not Backend.CT2:
+        return ""
+    from byoa_skills.runtimes.speech import ct2_kernels
+
+    choice = ct2_kernels.kernels_for(config.model_dir)
+    ct2_kernels.apply(choice)
+    return choice.label
 
 
 def _load_backend(config: PoolConfig, wide: bool = False):  # type: ignore[no-untyped-def]

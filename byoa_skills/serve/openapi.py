@@ -107,6 +107,13 @@ HEALTH: Schema = {
             "description": "the encoder's precision in words; for OpenVINO int8, the "
             "precision of the layers kept float too",
         },
+        "ct2Kernels": {
+            "type": "string",
+            "examples": ["ctranslate2", "mkl-avx2", "mkl-avx512", "onednn-avx2"],
+            "description": "the CTranslate2 CPU kernels the speech workers decode with: "
+            "ctranslate2 for its own pick, else the set measured faster on this machine with "
+            "the same words (docs/runtime.md); absent off the CPU",
+        },
         "encoderNote": {
             "type": "string",
             "description": "why the workers run another encoder than the one chosen (the "

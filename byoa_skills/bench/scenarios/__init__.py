@@ -19,6 +19,7 @@ from byoa_skills.bench.scenarios import (
     gpu,
     idle,
     judge,
+    kernels,
     link,
     longform,
     longmemory,
@@ -30,10 +31,12 @@ from byoa_skills.bench.scenarios import (
     wav,
 )
 
-#: Every scenario, in run order (direct and floor before the engine: its ratios need them).
+#: Every scenario, in run order (direct and floor before the engine: its ratios need them;
+#: kernels before any engine starts: its workers then decode with the kernels it chose).
 _ORDER = (
     wav,
     direct,
+    kernels,
     floor,
     cold,
     engine,
@@ -68,7 +71,7 @@ def names() -> list[str]:
 #: What ``--quick`` measures when no scenario is named: the headline figures (parsing, the
 #: runtime called directly, the engine beside it, the words kept), in minutes; the full run
 #: carries the rest, and any scenario named with ``--quick`` runs at its quick size.
-QUICK = ("wav", "direct", "engine", "accuracy")
+QUICK = ("wav", "direct", "kernels", "engine", "accuracy")
 
 
 def default_names(quick: bool = False) -> list[str]:

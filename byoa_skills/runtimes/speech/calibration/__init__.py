@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,11 +18,16 @@ CALIBRATION_DIR = Path(__file__).resolve().parent
 SOUND_NAME, CLIPS_NAME = "tune.flac", "tune.json"
 
 
+def calibration_list() -> list[dict[str, Any]]:
+    """Each calibration clip's record, in order: ``file``, ``language``, ``samples``."""
+    return list(json.loads((CALIBRATION_DIR / CLIPS_NAME).read_text(encoding="utf-8"))["clips"])
+
+
 def calibration_clips() -> list[np.ndarray]:
     """Each calibration clip's samples, float32 in [-1, 1] at 16 kHz."""
     import soundfile
 
-    listed = json.loads((CALIBRATION_DIR / CLIPS_NAME).read_text(encoding="utf-8"))["clips"]
+    listed = calibration_list()
     samples, rate = soundfile.read(CALIBRATION_DIR / SOUND_NAME, dtype="float32")
     if rate != 16000 or sum(c["samples"] for c in listed) != len(samples):
         raise ValueError("the calibration set's sound and its list disagree")
@@ -29,16 +35,17 @@ def calibration_clips() -> list[np.ndarray]:
     return [np.ascontiguousarray(part) for part in np.split(samples, ends[:-1])]
 
 
-def calibration_windows(n_mels: int) -> list[np.ndarray]:
-    """Each calibration clip as the engine encodes it: its log-Mel features with ``n_mels``
-    bins in the whole 30 s window (zero-padded), float32 [1, n_mels, 3000]."""
+def calibration_windows(n_mels: int, count: int | None = None) -> list[np.ndarray]:
+    """Each calibration clip (the first ``count`` of them; None: all) as the engine encodes
+    it: its log-Mel features with ``n_mels`` bins in the whole 30 s window (zero-padded),
+    float32 [1, n_mels, 3000]."""
     from faster_whisper.audio import pad_or_trim
     from faster_whisper.feature_extractor import FeatureExtractor
 
     extractor = FeatureExtractor(feature_size=n_mels)
     frames = extractor.nb_max_frames
     windows = []
-    for clip in calibration_clips():
+    for clip in calibration_clips()[:count]:
         features = extractor(clip)
         window = pad_or_trim(features[:, : min(frames, features.shape[-1] - 1)], frames)
         windows.append(np.ascontiguousarray(window[None], dtype=np.float32))
