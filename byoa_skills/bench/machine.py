@@ -10,18 +10,14 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from byoa_skills.runtimes.speech.encoder_choice import cpuinfo_field
+
 LIBRARIES = ("numpy", "ctranslate2", "faster-whisper", "onnxruntime", "aiohttp", "byoa-skills")
 
 
 def cpu_model() -> str:
     """The CPU's model name (from /proc/cpuinfo where there is one)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def memory_mib() -> float | None:

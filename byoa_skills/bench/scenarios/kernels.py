@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from byoa_skills.bench.context import Context, Skip
+from byoa_skills.bench.machine import cpu_model
 from byoa_skills.runtimes.speech import ct2_kernels
 from byoa_skills.runtimes.speech.encoder_choice import cpu_flags
 
@@ -44,7 +45,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "reason": choice.reason,
         "own": own,
         "candidates": candidates,
-        "cpu": ct2_kernels.cpu_name(),
+        "cpu": cpu_model(),
         "clips": ct2_kernels.CLIPS,
         "repeats": ct2_kernels.REPEATS,
         "beams": ct2_kernels.BEAMS,

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
-from byoa_skills.runtimes.speech.encoder_choice import cpu_flags
+from byoa_skills.runtimes.speech.encoder_choice import cpu_flags, cpuinfo_field
 
 log = logging.getLogger("byoa_skills.runtimes")
 
@@ -80,6 +80,12 @@ class Kernels:
     def label(self) -> str:
         """``mkl-avx2``, ``onednn-avx512``…"""
         return f"{'mkl' if self.mkl else 'onednn'}-{self.isa.lower()}"
+
+    @classmethod
+    def from_label(cls, label: str) -> Kernels:
+        """The kernels a :attr:`label` names."""
+        library, _, isa = label.partition("-")
+        return cls(library == "mkl", isa.upper())
 
     @property
     def environment(self) -> dict[str, str]:
@@ -159,14 +165,10 @@ def choose(own: Kernels, figures: Mapping[str, Mapping[str, Any]]) -> KernelChoi
     }
     gain = 1.0 - same_words[fastest]["decode_ms"] / reference["decode_ms"]
     if fastest != own.label and gain >= MARGIN:
-        kernels = next(k for k in _labels_to_kernels(figures) if k.label == fastest)
+        kernels = Kernels.from_label(fastest)
         why = f"measured: {gain:.0%} faster than CTranslate2's own {own.label}, same words"
         return KernelChoice(kernels, why, summary)
     return KernelChoice(None, f"measured: CTranslate2's own {own.label} is as fast", summary)
-
-
-def _labels_to_kernels(figures: Mapping[str, Any]) -> list[Kernels]:
-    return [Kernels(label.startswith("mkl"), label.split("-")[1].upper()) for label in figures]
 
 
 def probe(
@@ -196,7 +198,7 @@ def probe(
     figures = json.loads(done.stdout)
     pick = own_pick(done.stderr)
     figures["own"] = pick.label if pick else ""
-    return dict(figures)
+    return figures
 
 
 def measure(model_dir: str | os.PathLike[str], flags: str | None) -> KernelChoice:
@@ -223,19 +225,8 @@ def cpu_recipe(flags: str | None) -> str:
     except PackageNotFoundError:
         ct2 = "none"
     flags_digest = hashlib.sha256((flags or "").encode()).hexdigest()[:16]
-    return f"cpu={cpu_name()};flags={flags_digest};ctranslate2={ct2};repeats={REPEATS}"
-
-
-def cpu_name() -> str:
-    """The CPU's ``model name`` in ``/proc/cpuinfo`` ("" where it cannot be read)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            name, _, value = line.partition(":")
-            if name.strip() == "model name":
-                return value.strip()
-    except OSError:
-        pass
-    return ""
+    cpu = cpuinfo_field("model name") or ""
+    return f"cpu={cpu};flags={flags_digest};ctranslate2={ct2};repeats={REPEATS}"
 
 
 def kernels_for(model_dir: str | os.PathLike[str], measure_again: bool = False) -> KernelChoice:
@@ -290,11 +281,6 @@ def apply(choice: KernelChoice) -> None:
     os.environ.update(choice.environment)
 
 
-def choice_facts(choice: KernelChoice) -> dict[str, Any]:
-    """The choice as plain data (label, reason, figures) for a report."""
-    return {"label": choice.label, "reason": choice.reason, "figures": choice.figures}
-
-
 def _probe_main(arguments: Sequence[str]) -> int:
     import argparse
     import statistics
@@ -307,6 +293,7 @@ def _probe_main(arguments: Sequence[str]) -> int:
     options = parser.parse_args(arguments)
 
     import ctranslate2
+    import tokenizers
 
     from byoa_skills.runtimes.speech.calibration import calibration_list, calibration_windows
 
@@ -316,10 +303,11 @@ def _probe_main(arguments: Sequence[str]) -> int:
     )
     languages = [clip["language"] for clip in calibration_list()]
     windows = calibration_windows(model.n_mels, options.clips)
+    hf_tokenizer = tokenizers.Tokenizer.from_file(str(Path(options.model_dir) / "tokenizer.json"))
     decode_ms, tokens = 0.0, []
     for window, language in zip(windows, languages, strict=False):
         output = model.encode(ctranslate2.StorageView.from_array(window))
-        prompt = [_prompt(options.model_dir, model.is_multilingual, language)]
+        prompt = [_prompt(hf_tokenizer, model.is_multilingual, language)]
         times, sequence = [], []
         for _ in range(max(1, options.repeats)):
             began = time.perf_counter()
@@ -332,12 +320,10 @@ def _probe_main(arguments: Sequence[str]) -> int:
     return 0
 
 
-def _prompt(model_dir: str, multilingual: bool, language: str) -> list[int]:
+def _prompt(hf_tokenizer: Any, multilingual: bool, language: str) -> list[int]:
     """Start of transcript, the language, transcribe, no timestamps: a worker's prompt."""
-    import tokenizers
     from faster_whisper.tokenizer import Tokenizer
 
-    hf_tokenizer = tokenizers.Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     tokenizer = Tokenizer(
         hf_tokenizer, multilingual, "transcribe", language if multilingual else "en"
     )

@@ -83,18 +83,24 @@ class EncoderChoice:
         return self.engine == "openvino"
 
 
-def cpu_flags(path: Path = CPUINFO) -> str | None:
-    """The first ``flags`` line of ``/proc/cpuinfo`` (without its name), or None where the
-    file cannot be read or has none (not Linux)."""
+def cpuinfo_field(field: str, path: Path = CPUINFO) -> str | None:
+    """The value of the first ``field`` line of ``/proc/cpuinfo`` (``flags``, ``model
+    name``), or None where the file cannot be read or has none (not Linux)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as file:
             for line in file:
                 name, _, value = line.partition(":")
-                if name.strip() == "flags":
+                if name.strip() == field:
                     return value.strip()
     except OSError:
         return None
     return None
+
+
+def cpu_flags(path: Path = CPUINFO) -> str | None:
+    """The first ``flags`` line of ``/proc/cpuinfo`` (without its name), or None where the
+    file cannot be read or has none (not Linux)."""
+    return cpuinfo_field("flags", path)
 
 
 def openvino_capabilities() -> tuple[str, ...]:
