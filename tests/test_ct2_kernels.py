@@ -53,15 +53,35 @@ def test_the_fastest_with_the_same_words_is_chosen_past_the_margin() -> None:
         "mkl-avx2": {"decode_ms": 300.0, "tokens": words},
         "onednn-avx2": {"decode_ms": 450.0, "tokens": words},
     }
-    own_slow = choose(ONEDNN_AVX2, figures)
+    own_slow = choose(ONEDNN_AVX2, [figures, figures])
     assert own_slow.kernels == MKL_AVX2 and "33% faster" in own_slow.reason
     assert own_slow.figures["onednn-avx2"]["ctranslate2_own"]
-    assert choose(MKL_AVX2, figures).kernels is None  # CTranslate2's own is the fastest
+    assert own_slow.figures["mkl-avx2"]["rounds_ms"] == [300.0, 300.0]
+    assert choose(MKL_AVX2, [figures]).kernels is None  # CTranslate2's own is the fastest
     figures["mkl-avx2"]["tokens"] = other  # faster, but other words: never chosen
-    changed = choose(ONEDNN_AVX2, figures)
+    changed = choose(ONEDNN_AVX2, [figures])
     assert changed.kernels is None and not changed.figures["mkl-avx2"]["same_words"]
     figures["mkl-avx2"] = {"decode_ms": 440.0, "tokens": words}  # within the margin
-    assert choose(ONEDNN_AVX2, figures).kernels is None
+    assert choose(ONEDNN_AVX2, [figures]).kernels is None
+
+
+def test_a_gain_one_round_shows_and_another_does_not_changes_nothing() -> None:
+    words = [[1, 2, 3]]
+    busy = {  # CTranslate2's own was measured while another process took the core
+        "mkl-avx2": {"decode_ms": 400.0, "tokens": words},
+        "mkl-avx512": {"decode_ms": 300.0, "tokens": words},
+    }
+    idle = {
+        "mkl-avx2": {"decode_ms": 290.0, "tokens": words},
+        "mkl-avx512": {"decode_ms": 270.0, "tokens": words},
+    }
+    assert choose(MKL_AVX2, [busy]).kernels is not None  # one round alone is fooled
+    held = choose(MKL_AVX2, [busy, idle])
+    assert held.kernels is None and held.figures["mkl-avx512"]["rounds_ms"] == [300.0, 270.0]
+    faster_both = {**idle, "mkl-avx512": {"decode_ms": 200.0, "tokens": words}}
+    assert choose(MKL_AVX2, [busy, faster_both]).kernels.label == "mkl-avx512"
+    words_moved = {**faster_both, "mkl-avx512": {"decode_ms": 200.0, "tokens": [[9]]}}
+    assert choose(MKL_AVX2, [busy, words_moved]).kernels is None
 
 
 def test_ctranslate2s_own_pick_is_read_from_its_log(tiny: Path, no_ct2_variables) -> None:

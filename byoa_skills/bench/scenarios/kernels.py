@@ -3,7 +3,9 @@ whether its words held, and the set the engine's workers then decode with.
 
 The measurement is :func:`byoa_skills.runtimes.speech.ct2_kernels.measure`, made afresh and
 kept where the engine's workers read it, so the scenarios after this one run the choice it
-prints (and the engine's first start does not measure). Each figure is from this run.
+prints (and the engine's first start does not measure). Where ``$BYOA_SKILLS_CT2_KERNELS`` or
+the user's ``CT2_*`` variables force the kernels, the candidates are measured all the same and
+the row the engine runs is the forced one. Each figure is from this run.
 """
 
 from __future__ import annotations
@@ -30,15 +32,16 @@ def run(ctx: Context) -> dict[str, Any]:
     ctx.reporter.start(NAME, 1)
     ctx.reporter.step("each candidate in a process of its own")
     choice = ct2_kernels.kernels_for(ctx.model_dir, measure_again=True)
+    figures = choice.figures or ct2_kernels.measure(ctx.model_dir, flags).figures  # forced
     ctx.reporter.advance()
-    own = next((k for k, f in choice.figures.items() if f["ctranslate2_own"]), None)
-    own_ms = choice.figures[own]["decode_ms"] if own else None
+    own = next((k for k, f in figures.items() if f["ctranslate2_own"]), None)
+    own_ms = figures[own]["decode_ms"] if own else None
     candidates = {
         label: {
             **figure,
             "vs_own": figure["decode_ms"] / own_ms if own_ms and figure["decode_ms"] else None,
         }
-        for label, figure in choice.figures.items()
+        for label, figure in figures.items()
     }
     return {
         "chosen": choice.label,
@@ -48,6 +51,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "cpu": cpu_model(),
         "clips": ct2_kernels.CLIPS,
         "repeats": ct2_kernels.REPEATS,
+        "rounds": ct2_kernels.ROUNDS,
         "beams": ct2_kernels.BEAMS,
         "margin": ct2_kernels.MARGIN,
     }
@@ -55,7 +59,7 @@ def run(ctx: Context) -> dict[str, Any]:
 
 def table_head(entry: dict[str, Any]) -> list[str]:
     """The column names of :func:`table_rows`."""
-    return ["kernels", "decode ms", "x CTranslate2's own", "same words", "runs"]
+    return ["kernels", "decode ms, each round", "x CTranslate2's own", "same words", "runs"]
 
 
 def table_rows(entry: dict[str, Any]) -> list[list[str]]:
@@ -69,7 +73,7 @@ def table_rows(entry: dict[str, Any]) -> list[list[str]]:
         rows.append(
             [
                 label + mark,
-                f"{figure['decode_ms']:,.0f}",
+                " / ".join(_ms(ms) for ms in figure.get("rounds_ms", [figure["decode_ms"]])),
                 "-" if ratio is None else f"{ratio:.2f}",
                 "yes" if figure["same_words"] else "no",
                 "yes" if label == chosen else "",
@@ -78,10 +82,15 @@ def table_rows(entry: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def summary_line(entry: dict[str, Any]) -> str:
     """The CPU, what was decoded, and the choice with why, in one sentence."""
     return (
         f"{entry['cpu'] or 'This CPU'}: {entry['clips']} calibration clips, whole window, beam "
-        f"{entry['beams']}, one thread, median of {entry['repeats']}. Chosen: {entry['chosen']} "
-        f"({entry['reason']}; another must be {entry['margin']:.0%} faster with the same words)."
+        f"{entry['beams']}, one thread, median of {entry['repeats']}, "
+        f"{entry.get('rounds', 1)} rounds. Chosen: {entry['chosen']} ({entry['reason']}; "
+        f"another must be {entry['margin']:.0%} faster in every round with the same words)."
     )

@@ -9,10 +9,12 @@ The candidates are MKL and oneDNN, each with AVX2 and, where ``/proc/cpuinfo`` n
 ``avx512f`` and ``avx512bw``, AVX-512 (:func:`candidates`). Each decodes the same
 :data:`CLIPS` clips of the packaged calibration set (real speech, whole 30 s window, beam 5,
 one thread, as a worker decodes) in a process of its own; its figure is its decode time
-(median of :data:`REPEATS`, summed over the clips) and its tokens. A candidate whose tokens
-differ from those of CTranslate2's own pick on any clip is never chosen. The fastest of the
-others is chosen when it is at least :data:`MARGIN` faster than CTranslate2's own pick; else
-CTranslate2's own pick stays (:func:`choose`).
+(median of :data:`REPEATS`, summed over the clips) and its tokens, in :data:`ROUNDS` rounds
+(the candidates in turn, then in the reverse order). A candidate whose tokens differ from those
+of CTranslate2's own pick on any clip is never chosen. Another is chosen only when it is the
+fastest and at least :data:`MARGIN` faster than CTranslate2's own pick in every round, so a
+busy machine's noise does not change the kernels; else CTranslate2's own pick stays
+(:func:`choose`).
 
 The choice is kept beside the model's other derived files (:mod:`derived`) as
 ``ct2-kernels.json``, with the CPU's name, its flags and ctranslate2's version as its recipe:
@@ -54,6 +56,8 @@ CT2_VARIABLES = ("CT2_USE_MKL", "CT2_FORCE_CPU_ISA")
 CLIPS = 2
 #: Decodes of each clip per candidate; the median counts.
 REPEATS = 3
+#: Rounds of every candidate, in turn and in the reverse order: a gain must show in each.
+ROUNDS = 2
 #: How much faster than CTranslate2's own pick another must decode to replace it. Any change
 #: of kernels moves some answers' words (MKL with AVX-512 for AVX2 moved 4 of the 66 held-out
 #: real clips, oneDNN for MKL 4, WER within two words either way), and a gain under this did
@@ -64,7 +68,7 @@ BEAMS = 5
 #: The longest a probe may take before it counts as failed.
 PROBE_TIMEOUT_S = 300.0
 #: Bumped whenever the way candidates are measured changes.
-FORMAT = 1
+FORMAT = 2
 ARTEFACT = DerivedArtefact("ct2-kernels", (), FORMAT)
 
 
@@ -144,31 +148,53 @@ def own_pick(log_text: str) -> Kernels | None:
     return Kernels(mkl.group(1) == "true", isa.group(1).upper())
 
 
-def choose(own: Kernels, figures: Mapping[str, Mapping[str, Any]]) -> KernelChoice:
-    """The choice from the measured ``figures`` (label: ``decode_ms``, ``tokens``): the
-    fastest candidate whose tokens equal ``own``'s, when it is :data:`MARGIN` faster than
-    ``own``; else CTranslate2's own pick. ``own`` must be among the figures."""
-    reference = figures[own.label]
-    same_words = {
-        label: figure
-        for label, figure in figures.items()
-        if figure.get("tokens") == reference["tokens"] and figure.get("decode_ms")
+def choose(own: Kernels, rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> KernelChoice:
+    """The choice from the measured ``rounds`` (each: label: ``decode_ms``, ``tokens``): the
+    candidate whose tokens equal ``own``'s and that is the fastest of those, at least
+    :data:`MARGIN` faster than ``own``, in every round; else CTranslate2's own pick. A gain
+    that one round shows and another does not is noise (another process took the core), not
+    the kernels. ``own`` must be in every round."""
+    labels = list(rounds[0])
+    same_words = [
+        label
+        for label in labels
+        if all(
+            r[label].get("tokens") == r[own.label]["tokens"] and r[label].get("decode_ms")
+            for r in rounds
+        )
+    ]
+    gains = {
+        label: min(1.0 - r[label]["decode_ms"] / r[own.label]["decode_ms"] for r in rounds)
+        for label in same_words
     }
-    fastest = min(same_words, key=lambda label: same_words[label]["decode_ms"])
     summary = {
         label: {
-            "decode_ms": figure.get("decode_ms"),
+            "decode_ms": _mean([r[label].get("decode_ms") for r in rounds]),
+            "rounds_ms": [r[label].get("decode_ms") for r in rounds],
             "same_words": label in same_words,
             "ctranslate2_own": label == own.label,
         }
-        for label, figure in figures.items()
+        for label in labels
     }
-    gain = 1.0 - same_words[fastest]["decode_ms"] / reference["decode_ms"]
-    if fastest != own.label and gain >= MARGIN:
-        kernels = Kernels.from_label(fastest)
-        why = f"measured: {gain:.0%} faster than CTranslate2's own {own.label}, same words"
-        return KernelChoice(kernels, why, summary)
-    return KernelChoice(None, f"measured: CTranslate2's own {own.label} is as fast", summary)
+    fastest_each_round = {
+        min(same_words, key=lambda label, r=r: r[label]["decode_ms"]) for r in rounds
+    }
+    if len(fastest_each_round) == 1:
+        (fastest,) = fastest_each_round
+        if fastest != own.label and gains[fastest] >= MARGIN:
+            kernels = Kernels.from_label(fastest)
+            why = (
+                f"measured: at least {gains[fastest]:.0%} faster than CTranslate2's own "
+                f"{own.label} in each of {len(rounds)} rounds, same words"
+            )
+            return KernelChoice(kernels, why, summary)
+    why = f"measured: none {MARGIN:.0%} faster than CTranslate2's own {own.label} in every round"
+    return KernelChoice(None, why, summary)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v]
+    return round(sum(present) / len(present), 1) if len(present) == len(values) else None
 
 
 def probe(
@@ -211,8 +237,11 @@ def measure(model_dir: str | os.PathLike[str], flags: str | None) -> KernelChoic
     own = next((k for k in found if k.label == own_run["own"]), None)
     if own is None:
         raise RuntimeError(f"CTranslate2's own pick {own_run['own']!r} is not a candidate")
-    figures = {k.label: probe(model_dir, k) for k in found}
-    return choose(own, figures)
+    rounds = [
+        {k.label: probe(model_dir, k) for k in (found if r % 2 == 0 else found[::-1])}
+        for r in range(ROUNDS)
+    ]
+    return choose(own, rounds)
 
 
 def cpu_recipe(flags: str | None) -> str:
@@ -226,7 +255,7 @@ def cpu_recipe(flags: str | None) -> str:
         ct2 = "none"
     flags_digest = hashlib.sha256((flags or "").encode()).hexdigest()[:16]
     cpu = cpuinfo_field("model name") or ""
-    return f"cpu={cpu};flags={flags_digest};ctranslate2={ct2};repeats={REPEATS}"
+    return f"cpu={cpu};flags={flags_digest};ctranslate2={ct2};repeats={REPEATS};rounds={ROUNDS}"
 
 
 def kernels_for(model_dir: str | os.PathLike[str], measure_again: bool = False) -> KernelChoice:
