@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 from byoa_skills.runtimes.speech.encoder_choice import cpu_flags, cpuinfo_field
 
 log = logging.getLogger("byoa_skills.runtimes")
@@ -282,18 +282,18 @@ def kernels_for(model_dir: str | os.PathLike[str], measure_again: bool = False) 
 
 
 def _kept_or_measured(model_dir: Path, flags: str | None, measure_again: bool) -> KernelChoice:
-    source_sha256 = file_sha256(model_dir / "model.bin")
+    source_digest = model_sha256(model_dir / "model.bin")
     recipe = cpu_recipe(flags)
-    with ARTEFACT.building(source_sha256) as folder:
-        if not measure_again and ARTEFACT.problem(folder, source_sha256, recipe) is None:
-            record = json.loads((folder / f"{ARTEFACT.name}.json").read_text(encoding="utf-8"))
+    with ARTEFACT.building(source_digest) as folder:
+        record = None if measure_again else ARTEFACT.record(folder, source_digest, recipe)
+        if record is not None:
             label = record["chosen"]
             kernels = None if label == "ctranslate2" else by_label(label, flags)
             return KernelChoice(kernels, record["reason"], record["figures"])
         choice = measure(model_dir, flags)
         ARTEFACT.write(
             folder,
-            source_sha256,
+            source_digest,
             {},
             recipe,
             chosen=choice.label,

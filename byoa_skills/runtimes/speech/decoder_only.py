@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from byoa_skills.runtimes.speech.ct2_weights import Ct2Model, read_ct2_model, write_ct2_model
-from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 
 MODEL_BIN = "model.bin"
 #: The model folder's files the decoder-only folder copies, where they exist.
@@ -52,7 +52,7 @@ def decoder_only_folder(model_dir: str | os.PathLike[str]) -> Path:
     source = Path(model_dir) / MODEL_BIN
     if not source.is_file():
         raise FileNotFoundError(f"no {MODEL_BIN} in {Path(model_dir)}")
-    source_sha256 = file_sha256(source)
+    source_sha256 = model_sha256(source)
     companions = {
         name: (Path(model_dir) / name).read_bytes()
         for name in COMPANIONS

@@ -49,6 +49,21 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return hash_file(Path(path))[1]
 
 
+_MODEL_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def model_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex SHA-256 of a model's ``model.bin``, read once per process for as long as the
+    file is the same one (its device, inode, size and modification time): a worker start
+    checks several derived artefacts of one model against one reading of its bytes."""
+    resolved = Path(path).resolve()
+    facts = resolved.stat()
+    key = (str(resolved), facts.st_dev, facts.st_ino, facts.st_size, facts.st_mtime_ns)
+    if key not in _MODEL_DIGESTS:
+        _MODEL_DIGESTS[key] = file_sha256(resolved)
+    return _MODEL_DIGESTS[key]
+
+
 @dataclass(frozen=True)
 class DerivedArtefact:
     """One kind of artefact: its ``name`` (the record is ``NAME.json``), the ``files`` it is
@@ -80,27 +95,36 @@ class DerivedArtefact:
         """Why the artefact in ``folder`` cannot be used (logged, except one not made yet),
         or None when it matches its record, ``model.bin`` and ``recipe`` (what else it was
         made from, as one string: a changed recipe rebuilds)."""
+        return self._checked(folder, source_sha256, recipe)[1]
+
+    def record(self, folder: Path, source_sha256: str, recipe: str = "") -> dict[str, Any] | None:
+        """The artefact's record where :meth:`problem` finds none, else None."""
+        return self._checked(folder, source_sha256, recipe)[0]
+
+    def _checked(
+        self, folder: Path, source_sha256: str, recipe: str
+    ) -> tuple[dict[str, Any] | None, str | None]:
         try:
             record = json.loads((folder / f"{self.name}.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return "not built yet"
+            return None, "not built yet"
         except (OSError, ValueError) as error:
-            return self._stale(folder, f"unreadable record: {error}")
+            return None, self._stale(folder, f"unreadable record: {error}")
         if not isinstance(record, dict) or record.get("format") != self.format:
-            return self._stale(folder, "a record of another format")
+            return None, self._stale(folder, "a record of another format")
         if record.get("source_sha256") != source_sha256:
-            return self._stale(folder, "model.bin changed since the build")
+            return None, self._stale(folder, "model.bin changed since the build")
         if record.get("recipe", "") != recipe:
-            return self._stale(folder, "made another way (its recipe changed)")
+            return None, self._stale(folder, "made another way (its recipe changed)")
         listed = record.get("files")
         for name in self.files:
             try:
                 digest = file_sha256(folder / name)
             except OSError as error:
-                return self._stale(folder, f"{name} unreadable: {error}")
+                return None, self._stale(folder, f"{name} unreadable: {error}")
             if not isinstance(listed, dict) or listed.get(name) != digest:
-                return self._stale(folder, f"{name} differs from its record")
-        return None
+                return None, self._stale(folder, f"{name} differs from its record")
+        return record, None
 
     def write(
         self,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from byoa_skills.runtimes.speech.ct2_weights import read_ct2_variables
-from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 from byoa_skills.runtimes.speech.openvino_encoder import build_encoder_model
 
 #: The cached model, its weights and its record.
@@ -60,7 +60,7 @@ def cached_encoder_model(model_dir: str | os.PathLike[str], rebuild: bool = Fals
     source = Path(model_dir) / "model.bin"
     if not source.is_file():
         raise FileNotFoundError(f"no model.bin in {Path(model_dir)}")
-    source_sha256 = file_sha256(source)
+    source_sha256 = model_sha256(source)
     try:
         with ARTEFACT.building(source_sha256) as folder:
             if not rebuild and ARTEFACT.problem(folder, source_sha256) is None:
@@ -74,7 +74,7 @@ def cached_encoder_model(model_dir: str | os.PathLike[str], rebuild: bool = Fals
 
 def cache_folder(model_dir: str | os.PathLike[str]) -> Path:
     """Where the cache of the model in ``model_dir`` lives (made private now)."""
-    return ARTEFACT.folder(file_sha256(Path(model_dir) / "model.bin"))
+    return ARTEFACT.folder(model_sha256(Path(model_dir) / "model.bin"))
 
 
 def _write_cache(folder: Path, source: Path, source_sha256: str) -> None:

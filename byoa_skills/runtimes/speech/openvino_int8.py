@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 from byoa_skills.runtimes.speech.openvino_cache import EncoderModel, cached_encoder_model
 
 XML_NAME = "openvino-encoder-int8.xml"
@@ -106,7 +106,7 @@ def cached_int8_model(
         made = recipe(kept_float)
     except ImportError as error:  # importlib's PackageNotFoundError is one
         raise Int8Unavailable(f"NNCF is not installed: {error}") from error
-    source_sha256 = file_sha256(source)
+    source_sha256 = model_sha256(source)
     try:
         with ARTEFACT.building(source_sha256) as folder:
             if not rebuild and ARTEFACT.problem(folder, source_sha256, made) is None:

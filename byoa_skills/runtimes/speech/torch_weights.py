@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from byoa_skills.runtimes.speech.ct2_weights import read_ct2_model
-from byoa_skills.runtimes.speech.derived import DerivedArtefact, file_sha256
+from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 
 #: The cached state dict and its record.
 CACHE_NAME = "torch-model.safetensors"
@@ -78,7 +78,7 @@ def load_whisper_weights(model_dir: str | os.PathLike[str]) -> WhisperWeights:
     source = Path(model_dir) / "model.bin"
     if not source.is_file():
         raise FileNotFoundError(f"no model.bin in {Path(model_dir)}")
-    source_sha256 = file_sha256(source)
+    source_sha256 = model_sha256(source)
     try:
         with ARTEFACT.building(source_sha256) as folder:
             return _cached_or_converted(folder, source, source_sha256)
@@ -89,7 +89,7 @@ def load_whisper_weights(model_dir: str | os.PathLike[str]) -> WhisperWeights:
 
 def cache_folder(model_dir: str | os.PathLike[str]) -> Path:
     """Where the cache of the model in ``model_dir`` lives (made private now)."""
-    return ARTEFACT.folder(file_sha256(Path(model_dir) / "model.bin"))
+    return ARTEFACT.folder(model_sha256(Path(model_dir) / "model.bin"))
 
 
 def convert_model_bin(path: str | os.PathLike[str]) -> WhisperWeights:
