@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,18 +51,27 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 _MODEL_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
+#: A file modified less than this long before it is read may still be written within the same
+#: tick of the file system's clock (same size, same mtime), so its digest is not kept.
+SETTLED_SECONDS = 2.0
 
 
 def model_sha256(path: str | os.PathLike[str]) -> str:
     """The hex SHA-256 of a model's ``model.bin``, read once per process for as long as the
     file is the same one (its device, inode, size and modification time): a worker start
-    checks several derived artefacts of one model against one reading of its bytes."""
+    checks several derived artefacts of one model against one reading of its bytes. A file
+    modified within :data:`SETTLED_SECONDS` of the reading is read again each time: a second
+    write within the clock's tick would leave its size and time as they were."""
     resolved = Path(path).resolve()
     facts = resolved.stat()
     key = (str(resolved), facts.st_dev, facts.st_ino, facts.st_size, facts.st_mtime_ns)
-    if key not in _MODEL_DIGESTS:
-        _MODEL_DIGESTS[key] = file_sha256(resolved)
-    return _MODEL_DIGESTS[key]
+    known = _MODEL_DIGESTS.get(key)
+    if known is not None:
+        return known
+    digest = file_sha256(resolved)
+    if time.time_ns() - facts.st_mtime_ns >= SETTLED_SECONDS * 1e9:
+        _MODEL_DIGESTS[key] = digest
+    return digest
 
 
 @dataclass(frozen=True)
