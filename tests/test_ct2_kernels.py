@@ -119,6 +119,29 @@ def test_the_measurement_is_kept_and_measured_again_for_another_cpu(
     assert again.kernels is None and "measured again" in again.reason
 
 
+def test_a_measurement_starts_one_probe_per_candidate_and_round(
+    tiny: Path, no_ct2_variables: pytest.MonkeyPatch
+) -> None:
+    flags = cpu_flags()
+    found = ct2_kernels.candidates(flags)
+    if not found:
+        pytest.skip("no AVX2: nothing to measure on this CPU")
+    started: list[str | None] = []
+    real = ct2_kernels.probe
+
+    def counted(model_dir: Path, kernels: object, clips: int = ct2_kernels.CLIPS) -> dict:
+        started.append(getattr(kernels, "label", None))
+        return real(model_dir, kernels, clips=1)  # one clip each: the count is what is tested
+
+    no_ct2_variables.setattr(ct2_kernels, "probe", counted)
+    choice = ct2_kernels.measure(tiny, flags)
+    assert len(started) == len(found) * ct2_kernels.ROUNDS  # no process only to read the pick
+    assert started[0] is None  # CTranslate2's own pick, unforced, measured in the first round
+    own = [label for label, f in choice.figures.items() if f["ctranslate2_own"]]
+    assert len(own) == 1 and own[0] not in started[: len(found)]
+    assert all(len(f["rounds_ms"]) == ct2_kernels.ROUNDS for f in choice.figures.values())
+
+
 def test_variables_force_a_choice_and_the_users_own_win(
     tiny: Path, no_ct2_variables: pytest.MonkeyPatch
 ) -> None:

@@ -228,20 +228,24 @@ def probe(
 
 
 def measure(model_dir: str | os.PathLike[str], flags: str | None) -> KernelChoice:
-    """Measure every candidate on this CPU and choose (:func:`choose`). Raises
+    """Measure every candidate on this CPU in :data:`ROUNDS` rounds, one probe process each,
+    and choose (:func:`choose`). Raises
     ``RuntimeError`` where a probe fails or CTranslate2's own pick is not a candidate."""
     found = candidates(flags)
     if not found:
         return KernelChoice(None, "no AVX2: CTranslate2's own pick is the only one")
-    own_run = probe(model_dir, None, clips=0)  # its log says its pick
-    own = next((k for k in found if k.label == own_run["own"]), None)
+    # the first round opens with CTranslate2's own pick, unforced: its log names the pick,
+    # and its figures are that candidate's (the same kernels as forcing them)
+    unforced = probe(model_dir, None)
+    own = next((k for k in found if k.label == unforced["own"]), None)
     if own is None:
-        raise RuntimeError(f"CTranslate2's own pick {own_run['own']!r} is not a candidate")
-    rounds = [
+        raise RuntimeError(f"CTranslate2's own pick {unforced['own']!r} is not a candidate")
+    first = {own.label: unforced} | {k.label: probe(model_dir, k) for k in found if k != own}
+    later = [
         {k.label: probe(model_dir, k) for k in (found if r % 2 == 0 else found[::-1])}
-        for r in range(ROUNDS)
+        for r in range(1, ROUNDS)
     ]
-    return choose(own, rounds)
+    return choose(own, [first, *later])
 
 
 def cpu_recipe(flags: str | None) -> str:
