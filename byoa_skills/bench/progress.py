@@ -63,8 +63,9 @@ class RichReporter(Reporter):
         if self.task is not None and self.progress.tasks[-1].fields["scenario"] == scenario:
             task = self.progress.tasks[-1]
             self.progress.update(self.task, completed=task.total, description=status)
-        else:
-            self.progress.add_task(status, total=1, completed=1, scenario=scenario)
+        else:  # ended before its first step: a skip
+            task_id = self.progress.add_task(status, total=1, scenario=scenario)
+            self.progress.update(task_id, completed=1)  # stops its spinner and its clock
         self.task = None
 
     def note(self, text: str) -> None:
