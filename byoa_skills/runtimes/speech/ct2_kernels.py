@@ -286,10 +286,10 @@ def kernels_for(model_dir: str | os.PathLike[str], measure_again: bool = False) 
 
 
 def _kept_or_measured(model_dir: Path, flags: str | None, measure_again: bool) -> KernelChoice:
-    source_digest = model_sha256(model_dir / "model.bin")
+    source_sha256 = model_sha256(model_dir / "model.bin")
     recipe = cpu_recipe(flags)
-    with ARTEFACT.building(source_digest) as folder:
-        record = None if measure_again else ARTEFACT.record(folder, source_digest, recipe)
+    with ARTEFACT.building(source_sha256) as folder:
+        record = None if measure_again else ARTEFACT.record(folder, source_sha256, recipe)
         if record is not None:
             label = record["chosen"]
             kernels = None if label == "ctranslate2" else by_label(label, flags)
@@ -297,7 +297,7 @@ def _kept_or_measured(model_dir: Path, flags: str | None, measure_again: bool) -
         choice = measure(model_dir, flags)
         ARTEFACT.write(
             folder,
-            source_digest,
+            source_sha256,
             {},
             recipe,
             chosen=choice.label,
