@@ -293,6 +293,9 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert all(v > 0 for v in memory["worker_rss_mib"].values()) and memory["front_rss_mib"] > 0
     for pid, peak in memory["worker_peak_mib"].items():
         assert peak >= memory["worker_rss_mib"][pid]
+    # an engine of its own, started once the run's engine had built the derived files
+    run_engine = {str(pid) for pid in scenarios["engine"]["worker_pids"]}
+    assert run_engine and not run_engine & set(memory["worker_peak_mib"])
     if memory["encoder"].startswith("openvino"):  # measured beside CTranslate2 alone
         alone = memory["ctranslate2_alone"]
         assert len(alone["worker_peak_mib"]) == machine["cores"]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from engine import TOKEN, Engine, call_http, start_engine
 from fresh_import import modules_after_import
+from resident import resident_kib
 from speech import samples
 
 from byoa_skills.models import model_path
@@ -137,6 +138,33 @@ def test_a_single_threaded_encoder_never_narrows_a_thread_to_one_core(base_dir: 
         encoding.clear()
         watcher.join()
     assert seen == {frozenset(allowed)}
+
+
+def test_the_weights_file_stays_mapped_but_not_resident_after_a_shapes_first_run(
+    base_dir: Path,
+) -> None:
+    """OpenVINO reads the mapped weights file at a shape's first run and works from its own
+    copy after: the file's pages are given back then, and every later answer is the same."""
+    from faster_whisper.audio import pad_or_trim
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+    from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
+
+    features = FeatureExtractor()(samples("jfk.wav"))[:, :-1]
+    whole, short = (pad_or_trim(features, frames)[None] for frames in (3000, 1000))
+    encoder = OpenVINOEncoder(cached_encoder_model(base_dir).source, threads=1)
+    weights = encoder.weights_file
+    assert weights is not None and resident_kib(weights) is not None
+    first = encoder.encode(whole)
+    assert resident_kib(weights) == 0
+    assert np.array_equal(encoder.encode(whole), first)
+    assert resident_kib(weights) == 0
+    short_encoded = encoder.encode(short)
+    assert resident_kib(weights) == 0
+    fresh = OpenVINOEncoder(cached_encoder_model(base_dir).source, threads=1)
+    assert np.array_equal(fresh.encode(short), short_encoded)
+    assert np.array_equal(fresh.encode(whole), first)
 
 
 def folder_beside(base_dir: Path, tmp_path: Path) -> Path:

@@ -25,6 +25,7 @@ def run(ctx: Context) -> dict[str, Any]:
     engine = enginerun.running(ctx, "cpu")
     figures = enginerun.measure(ctx, engine, workers)
     figures["threads"] = threads
+    figures["worker_pids"] = engine.workers()
     best = ctx.shared.get("direct_best")
     figures["direct_best"] = best
     figures["vs_direct_best"] = figures["best_throughput"] / best if best else None

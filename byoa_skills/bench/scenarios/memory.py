@@ -1,7 +1,13 @@
 """``memory``: resident memory of each worker (pids from ``/ready``) and of the front process,
 now and at its peak; where the workers' encoder runs on OpenVINO, the same figures of an
 engine whose workers run CTranslate2 alone (``--encoder-backend ctranslate2``), measured in
-the same run after the same calls, and the ratio of the two peaks."""
+the same run after the same calls, and the ratio of the two peaks.
+
+Each side is an engine started for this scenario, after the run's engine has built the files
+derived from the model (the OpenVINO graphs, CTranslate2's decoder-only model): a worker that
+builds them holds the model's weights for a while, once per installation, which is not what a
+warm worker holds; and a fresh engine's peak is that of its start and these calls alone, not
+of whatever the run's engine answered before."""
 
 from __future__ import annotations
 
@@ -25,32 +31,42 @@ CALLS = 8
 def run(ctx: Context) -> dict[str, Any]:
     """VmRSS and VmHWM in MiB of the run's engine, read after it has answered calls; with an
     OpenVINO encoder, those of a CTranslate2-only engine beside them."""
-    ctx.reporter.start(NAME, 2)
-    engine = enginerun.running(ctx, "cpu")
-    _answer_calls(ctx, engine)
-    figures = _measured(engine)
-    figures["encoder"] = engine.health().get("encoder", "")
+    ctx.reporter.start(NAME, 3)
+    enginerun.running(ctx, "cpu")  # its start builds the derived files, when none has
+    ctx.reporter.advance()
+    ctx.reporter.step("an engine started for this measure")
+    figures = _measured_fresh(ctx, "serve-memory.log", ())
     ctx.reporter.advance()
     if figures["encoder"].startswith("openvino"):
         ctx.reporter.step("an engine with CTranslate2's encoder alone, for comparison")
-        workers, threads = enginerun.engine_layout(ctx, "cpu")
-        alone = start_engine(
-            ctx.home,
-            ctx.settings.model,
-            workers=workers,
-            threads=threads,
-            log_name="serve-ctranslate2.log",
-            extra=("--encoder-backend", "ctranslate2"),
-        )
-        try:
-            alone.wait_ready()
-            _answer_calls(ctx, alone)
-            figures["ctranslate2_alone"] = _measured(alone)
-        finally:
-            alone.stop()
-        peak, base = figures["worker_peak_max_mib"], figures["ctranslate2_alone"]
+        base = _measured_fresh(ctx, "serve-ctranslate2.log", ("--encoder-backend", "ctranslate2"))
+        del base["encoder"]
+        figures["ctranslate2_alone"] = base
+        peak = figures["worker_peak_max_mib"]
         figures["peak_vs_ctranslate2"] = peak / base["worker_peak_max_mib"] if peak else None
     ctx.reporter.advance()
+    return figures
+
+
+def _measured_fresh(ctx: Context, log_name: str, extra: tuple[str, ...]) -> dict[str, Any]:
+    """The figures of an engine of the run's layout started now with ``extra`` flags, after
+    it has answered the calls; the engine is stopped after."""
+    workers, threads = enginerun.engine_layout(ctx, "cpu")
+    engine = start_engine(
+        ctx.home,
+        ctx.settings.model,
+        workers=workers,
+        threads=threads,
+        log_name=log_name,
+        extra=extra,
+    )
+    try:
+        engine.wait_ready()
+        _answer_calls(ctx, engine)
+        figures = _measured(engine)
+        figures["encoder"] = engine.health().get("encoder", "")
+    finally:
+        engine.stop()
     return figures
 
 

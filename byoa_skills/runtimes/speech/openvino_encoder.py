@@ -17,12 +17,16 @@ built or compiled.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from byoa_skills.runtimes.speech.mapped_pages import drop_resident_pages
 
 #: CTranslate2's layer-norm epsilon for Whisper.
 LAYER_NORM_EPSILON = 1e-5
@@ -177,6 +181,8 @@ class OpenVINOEncoder:
         self._compiled = core.compile_model(model, "CPU", config)
         self._request = self._compiled.create_infer_request()
         self._lock = threading.Lock()
+        self._weights = _weights_file(model)
+        self._shapes_run: set[tuple[int, ...]] = set()
 
     def encode(self, features: np.ndarray) -> np.ndarray:
         """The encoder output, float32 [batch, ceil(frames / 2), d_model], of ``features``
@@ -184,4 +190,22 @@ class OpenVINOEncoder:
         batch = np.ascontiguousarray(features, dtype=np.float32)
         with self._lock:
             self._request.infer({0: batch})
-            return np.array(self._request.get_output_tensor(0).data, dtype=np.float32, copy=True)
+            encoded = np.array(self._request.get_output_tensor(0).data, dtype=np.float32, copy=True)
+            if batch.shape not in self._shapes_run:
+                # a shape's first run repacks the weights it reads from the mapped file
+                self._shapes_run.add(batch.shape)
+                if self._weights is not None:
+                    drop_resident_pages(self._weights)
+            return encoded
+
+    @property
+    def weights_file(self) -> Path | None:
+        """The weights file OpenVINO maps for this model (None: the model was built in
+        memory); its resident pages are given back after each input shape's first run."""
+        return self._weights
+
+
+def _weights_file(model: Any) -> Path | None:
+    if isinstance(model, (str, os.PathLike)):
+        return Path(model).with_suffix(".bin")
+    return None
