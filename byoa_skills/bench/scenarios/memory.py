@@ -29,8 +29,8 @@ CALLS = 8
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    """VmRSS and VmHWM in MiB of the run's engine, read after it has answered calls; with an
-    OpenVINO encoder, those of a CTranslate2-only engine beside them."""
+    """VmRSS and VmHWM in MiB of an engine started for this measure, read after it has
+    answered calls; with an OpenVINO encoder, those of a CTranslate2-only engine beside them."""
     ctx.reporter.start(NAME, 3)
     enginerun.running(ctx, "cpu")  # its start builds the derived files, when none has
     ctx.reporter.advance()
