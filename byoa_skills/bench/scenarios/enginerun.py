@@ -22,8 +22,14 @@ def engine_layout(ctx: Context, device: str) -> tuple[int, int]:
     return (1, 1) if device == "cuda" else (ctx.workers, 1)
 
 
-def start(ctx: Context, device: str = "cpu", log_name: str = "serve.log") -> EngineProcess:
-    """Start an engine for this run (stopped when the run ends); does not wait for ready."""
+def start(
+    ctx: Context,
+    device: str = "cpu",
+    log_name: str = "serve.log",
+    extra: tuple[str, ...] = (),
+) -> EngineProcess:
+    """Start an engine of the run's layout on ``device``, with ``extra`` flags to ``serve``
+    (stopped when the run ends, if not before); does not wait for ready."""
     workers, threads = engine_layout(ctx, device)
     engine = start_engine(
         ctx.home,
@@ -32,6 +38,7 @@ def start(ctx: Context, device: str = "cpu", log_name: str = "serve.log") -> Eng
         threads=threads,
         device=device,
         log_name=log_name,
+        extra=extra,
     )
     ctx.cleanups.append(engine.stop)
     return engine

@@ -16,7 +16,7 @@ import aiohttp
 
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.scenarios import enginerun
-from byoa_skills.bench.server import EngineProcess, grant_request, rss_mib, start_engine
+from byoa_skills.bench.server import EngineProcess, grant_request, rss_mib
 from byoa_skills.bench.stats import summarize
 
 NAME = "idle"
@@ -50,16 +50,10 @@ def run(ctx: Context) -> dict[str, Any]:
     """Idle RSS of the whole engine, grant to warm, first call after warm-up / warm median."""
     rounds = max(1, min(3, ctx.settings.repeats))
     ctx.reporter.start(NAME, rounds)
-    workers, threads = enginerun.engine_layout(ctx, "cpu")
-    engine = start_engine(
-        ctx.home,
-        ctx.settings.model,
-        workers=workers,
-        threads=threads,
-        log_name="serve-idle.log",
-        extra=("--idle-release", f"{IDLE_SECONDS:g}"),
+    workers = enginerun.engine_layout(ctx, "cpu")[0]
+    engine = enginerun.start(
+        ctx, "cpu", log_name="serve-idle.log", extra=("--idle-release", f"{IDLE_SECONDS:g}")
     )
-    ctx.cleanups.append(engine.stop)
     try:
         engine.wait_ready()
         warm_rss = tree_rss_mib(engine.process.pid)

@@ -18,7 +18,7 @@ import aiohttp
 
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.scenarios import enginerun
-from byoa_skills.bench.server import EngineProcess, rss_mib, start_engine
+from byoa_skills.bench.server import EngineProcess, rss_mib
 from byoa_skills.pool.memory import peak_rss_mib
 
 NAME = "memory"
@@ -51,15 +51,7 @@ def run(ctx: Context) -> dict[str, Any]:
 def _measured_fresh(ctx: Context, log_name: str, extra: tuple[str, ...]) -> dict[str, Any]:
     """The figures of an engine of the run's layout started now with ``extra`` flags, after
     it has answered the calls; the engine is stopped after."""
-    workers, threads = enginerun.engine_layout(ctx, "cpu")
-    engine = start_engine(
-        ctx.home,
-        ctx.settings.model,
-        workers=workers,
-        threads=threads,
-        log_name=log_name,
-        extra=extra,
-    )
+    engine = enginerun.start(ctx, "cpu", log_name=log_name, extra=extra)
     try:
         engine.wait_ready()
         _answer_calls(ctx, engine)
