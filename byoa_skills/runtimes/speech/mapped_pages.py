@@ -27,14 +27,17 @@ def read_only_mappings(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
     ranges = []
     try:
         with open(MAPS) as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                if len(fields) < 6 or fields[5].rstrip("\n") != wanted or "w" in fields[1]:
-                    continue
-                start, end = (int(address, 16) for address in fields[0].split("-"))
-                ranges.append((start, end))
+            lines = maps.read().splitlines()
     except OSError:
         return []
+    for line in lines:
+        if not line.endswith(wanted):
+            continue
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or fields[5] != wanted or "w" in fields[1]:
+            continue
+        start, end = (int(address, 16) for address in fields[0].split("-"))
+        ranges.append((start, end))
     return ranges
 
 

@@ -178,10 +178,12 @@ class OpenVINOEncoder:
         core = ov.Core()
         self.precision = precision
         self.threads = threads
+        self._weights = _weights_file(model)
+        if self._weights is not None:
+            model = _with_small_constants_of_their_own(core.read_model(model))
         self._compiled = core.compile_model(model, "CPU", config)
         self._request = self._compiled.create_infer_request()
         self._lock = threading.Lock()
-        self._weights = _weights_file(model)
         self._shapes_run: set[tuple[int, ...]] = set()
 
     def encode(self, features: np.ndarray) -> np.ndarray:
@@ -209,3 +211,28 @@ def _weights_file(model: Any) -> Path | None:
     if isinstance(model, (str, os.PathLike)):
         return Path(model).with_suffix(".bin")
     return None
+
+
+#: Constants of at most this many bytes are copied out of the mapped weights file.
+SMALL_CONSTANT_BYTES = 4096
+
+
+def _with_small_constants_of_their_own(model: Any) -> Any:
+    """``model`` (read from a file, its constants in the mapped weights file) with each constant
+    of at most :data:`SMALL_CONSTANT_BYTES` copied into memory of its own. The CPU plugin
+    reads a few such constants (the int8 graph's quantization bounds) in place at every run,
+    which would fault pages of the file back in after they are given back; the large ones it
+    repacks at a shape's first run and never reads again."""
+    import openvino as ov
+    import openvino.opset13 as op
+
+    copyable = {ov.Type.f32, ov.Type.f16, ov.Type.i64, ov.Type.i32, ov.Type.i8, ov.Type.u8}
+    for node in model.get_ordered_ops():
+        if node.get_type_name() != "Constant" or node.get_byte_size() > SMALL_CONSTANT_BYTES:
+            continue
+        if node.get_element_type() not in copyable:
+            continue
+        copied = op.constant(np.array(node.get_data(), copy=True), dtype=node.get_element_type())
+        copied.set_friendly_name(node.get_friendly_name())
+        node.output(0).replace(copied.output(0))
+    return model
