@@ -27,17 +27,14 @@ def read_only_mappings(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
     ranges = []
     try:
         with open(MAPS) as maps:
-            lines = maps.read().splitlines()
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) < 6 or fields[5].rstrip("\n") != wanted or "w" in fields[1]:
+                    continue
+                start, end = (int(address, 16) for address in fields[0].split("-"))
+                ranges.append((start, end))
     except OSError:
         return []
-    for line in lines:
-        if not line.endswith(wanted):
-            continue
-        fields = line.split(maxsplit=5)
-        if len(fields) < 6 or fields[5] != wanted or "w" in fields[1]:
-            continue
-        start, end = (int(address, 16) for address in fields[0].split("-"))
-        ranges.append((start, end))
     return ranges
 
 
