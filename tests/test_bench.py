@@ -293,6 +293,9 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     assert all(v > 0 for v in memory["worker_rss_mib"].values()) and memory["front_rss_mib"] > 0
     for pid, peak in memory["worker_peak_mib"].items():
         assert peak >= memory["worker_rss_mib"][pid]
+        kinds = memory["worker_resident_mib"][pid]
+        assert kinds["anon"] > 0 and kinds["file"] > 0
+        assert sum(kinds.values()) == pytest.approx(memory["worker_rss_mib"][pid], abs=2)
     # an engine of its own, started once the run's engine had built the derived files
     run_engine = {str(pid) for pid in scenarios["engine"]["worker_pids"]}
     assert run_engine and not run_engine & set(memory["worker_peak_mib"])
@@ -302,6 +305,14 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         assert memory["peak_vs_ctranslate2"] == pytest.approx(
             memory["worker_peak_max_mib"] / alone["worker_peak_max_mib"]
         )
+        ranked = memory["peaks_vs_ctranslate2"]
+        assert ranked[0] == pytest.approx(memory["peak_vs_ctranslate2"], abs=1e-3)
+        assert ranked[-1] == pytest.approx(
+            min(memory["worker_peak_mib"].values()) / min(alone["worker_peak_mib"].values()),
+            abs=1e-3,
+        )
+        assert results["headline"]["worst_peak_vs_ctranslate2"]["value"] == max(ranked)
+        assert "Each worker's peak / CTranslate2 alone's" in (out / "report.md").read_text()
 
     idle = scenarios["idle"]
     # with the workers let go the whole engine is the front process (and its helpers) alone

@@ -132,6 +132,13 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
             "lower",
             "largest worker peak / CTranslate2 alone's",
         )
+        ranked = memory.get("peaks_vs_ctranslate2")
+        out["worst_peak_vs_ctranslate2"] = _figure(
+            max(ranked) if ranked else None,
+            "ratio",
+            "lower",
+            "worker peak / CTranslate2 alone's of the same rank, the worst",
+        )
     if peer := _ok(results, "peer"):
         out["peer_throughput"] = _figure(
             peer["best_throughput"], "clips/s", "higher", "peer throughput, best level"

@@ -323,13 +323,32 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         if entry.get("worker_peak_mib"):
             peaks = ", ".join(f"{v:.0f}" for v in entry["worker_peak_mib"].values())
             lines += ["", f"Workers' peaks ({entry.get('encoder', '')}): {peaks} MiB."]
+        lines += _resident_split_line("Workers now", entry)
         if alone := entry.get("ctranslate2_alone"):
             peaks = ", ".join(f"{v:.0f}" for v in alone["worker_peak_mib"].values())
             lines.append(
                 f"With CTranslate2's encoder alone, after the same calls: workers' peaks {peaks} "
                 f"MiB; largest peak / CTranslate2 alone's: {entry['peak_vs_ctranslate2']:.2f}."
             )
+            if ranked := entry.get("peaks_vs_ctranslate2"):
+                each = ", ".join(f"{r:.2f}" for r in ranked)
+                lines.append(
+                    f"Each worker's peak / CTranslate2 alone's of the same rank, largest first: "
+                    f"{each}."
+                )
+            lines += _resident_split_line("CTranslate2 alone's workers now", alone)
     return lines
+
+
+def _resident_split_line(label: str, entry: dict[str, Any]) -> list[str]:
+    """One line of each worker's resident memory now: its own, and mapped files' pages."""
+    split = entry.get("worker_resident_mib")
+    if not split:
+        return []
+    each = ", ".join(f"{kinds['anon']:.0f} + {kinds['file']:.0f}" for kinds in split.values())
+    return [
+        f"{label}, own + mapped files' pages (shared libraries' code, mapped weights): {each} MiB."
+    ]
 
 
 def _longmemory_lines(entry: dict[str, Any]) -> list[str]:

@@ -1,7 +1,9 @@
 """``memory``: resident memory of each worker (pids from ``/ready``) and of the front process,
-now and at its peak; where the workers' encoder runs on OpenVINO, the same figures of an
-engine whose workers run CTranslate2 alone (``--encoder-backend ctranslate2``), measured in
-the same run after the same calls, and the ratio of the two peaks.
+now and at its peak, and each worker's now split into its own memory and mapped files' pages;
+where the workers' encoder runs on OpenVINO, the same figures of an engine whose workers run
+CTranslate2 alone (``--encoder-backend ctranslate2``), measured in the same run after the same
+calls, the ratio of the two largest peaks and that of each worker's peak to the one of the
+same rank.
 
 Each side is an engine started for this scenario, after the run's engine has built the files
 derived from the model (the OpenVINO graphs, CTranslate2's decoder-only model): a worker that
@@ -19,7 +21,7 @@ import aiohttp
 from byoa_skills.bench.context import Context
 from byoa_skills.bench.scenarios import enginerun
 from byoa_skills.bench.server import EngineProcess, rss_mib
-from byoa_skills.pool.memory import peak_rss_mib
+from byoa_skills.pool.memory import peak_rss_mib, resident_split_mib
 
 NAME = "memory"
 TITLE = "Memory"
@@ -44,6 +46,9 @@ def run(ctx: Context) -> dict[str, Any]:
         figures["ctranslate2_alone"] = base
         peak = figures["worker_peak_max_mib"]
         figures["peak_vs_ctranslate2"] = peak / base["worker_peak_max_mib"] if peak else None
+        figures["peaks_vs_ctranslate2"] = ranked_ratios(
+            figures["worker_peak_mib"], base["worker_peak_mib"]
+        )
     ctx.reporter.advance()
     return figures
 
@@ -78,17 +83,33 @@ def _answer_calls(ctx: Context, engine: EngineProcess) -> None:
     asyncio.run(go())
 
 
+def ranked_ratios(ours: dict[str, float], theirs: dict[str, float]) -> list[float] | None:
+    """Each of ``ours`` over the one of ``theirs`` of the same rank, largest first (the worker
+    that holds the lone call's encoder against its like); None where the counts differ or a
+    figure is missing."""
+    mine, others = sorted(ours.values(), reverse=True), sorted(theirs.values(), reverse=True)
+    if len(mine) != len(others) or not all(mine) or not all(others):
+        return None
+    return [round(a / b, 3) for a, b in zip(mine, others, strict=True)]
+
+
 def _measured(engine: EngineProcess) -> dict[str, Any]:
     pids = engine.workers()
     workers = {str(pid): round(rss_mib(pid), 1) for pid in pids}
     peaks = {str(pid): round(peak_rss_mib(pid) or 0.0, 1) for pid in pids}
     front = round(rss_mib(engine.process.pid), 1)
+    split = {str(pid): resident_split_mib(pid) for pid in pids}
     values = list(workers.values())
     return {
         "worker_rss_mib": workers,
         "worker_rss_max_mib": max(values) if values else None,
         "worker_peak_mib": peaks,
         "worker_peak_max_mib": max(peaks.values()) if peaks else None,
+        "worker_resident_mib": {
+            pid: {kind: round(mib, 1) for kind, mib in kinds.items()}
+            for pid, kinds in split.items()
+            if kinds
+        },
         "front_rss_mib": front,
         "total_rss_mib": round(front + sum(values), 1),
     }
