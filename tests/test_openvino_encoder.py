@@ -148,6 +148,7 @@ def test_the_weights_file_stays_mapped_but_not_resident_after_each_run(
     copy after (the few small constants it reads at every run are copied out of the file): the
     file's pages are given back after that run, none is read again, and every later answer is
     the same, as the engine runs the graph (int8 with bf16 layers where the CPU has bf16)."""
+    import openvino as ov
     from faster_whisper.audio import pad_or_trim
     from faster_whisper.feature_extractor import FeatureExtractor
 
@@ -175,8 +176,6 @@ def test_the_weights_file_stays_mapped_but_not_resident_after_each_run(
     fresh = OpenVINOEncoder(source, precision=precision, threads=1)
     assert np.array_equal(fresh.encode(short), short_encoded)
     assert np.array_equal(fresh.encode(whole), first)
-    import openvino as ov
-
     as_read = OpenVINOEncoder(ov.Core().read_model(source), precision=precision, threads=1)
     assert as_read.weights_file is None  # compiled as read, no constant copied
     assert np.array_equal(as_read.encode(whole), first)
