@@ -11,6 +11,8 @@ import contextlib
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -285,6 +287,7 @@ def test_a_graph_that_does_not_load_is_rebuilt_once_then_ctranslate2_encodes(
     )
     assert len(tries) == 2  # the cache, then a rebuilt one
     assert backend.encoder.label == "ctranslate2-int8"
+    assert not backend.decoder_only  # type: ignore[attr-defined]  # the encoder's weights too
     assert (
         "did not load" in backend.encoder.reason
         and "is_valid_weights_range" in backend.encoder.reason
@@ -355,6 +358,35 @@ def test_the_pool_and_the_backend_make_the_same_choice(base_dir: Path) -> None:
 def test_importing_the_runtime_does_not_import_openvino() -> None:
     loaded = modules_after_import("byoa_skills.runtimes.speech")
     assert "openvino" not in loaded
+
+
+def test_an_encoder_compiles_without_openvinos_conversion_api(base_dir: Path) -> None:
+    """What a worker does with OpenVINO (its CPU's capabilities, the cached encoder compiled
+    and run) leaves out the conversion API and the TensorFlow frontend it loads; the API can
+    still be imported after."""
+    from byoa_skills.runtimes.speech.openvino_cache import cached_encoder_model
+
+    xml = cached_encoder_model(base_dir).source
+    probe = f"""
+import json, sys
+import numpy as np
+from byoa_skills.runtimes.speech.encoder_choice import openvino_capabilities
+from byoa_skills.runtimes.speech.openvino_encoder import OpenVINOEncoder
+capabilities = openvino_capabilities()
+encoded = OpenVINOEncoder({str(xml)!r}, threads=1).encode(np.zeros((1, 80, 200), np.float32))
+modules = sorted(m for m in sys.modules if m.startswith("openvino.tools"))
+with open("/proc/self/maps") as maps:
+    frontends = sorted({{l.split()[-1].rsplit("/", 1)[-1] for l in maps if "frontend" in l}})
+from openvino.tools.ovc import convert_model
+print(json.dumps([modules, frontends, len(capabilities), list(encoded.shape)]))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    modules, frontends, capabilities, shape = json.loads(done.stdout.splitlines()[-1])
+    assert capabilities and shape == [1, 100, 512]
+    assert modules == []
+    assert frontends and all("ir_frontend" in name for name in frontends)
 
 
 @pytest.fixture(scope="module")

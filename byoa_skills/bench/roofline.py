@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
+
 #: The probe's matrix shapes: ``[M, K]`` times ``[K, N]``.
 PROBE_SHAPE = (1500, 512, 2048)
 _LAYER = re.compile(r"encoder/layer_(\d+)/")
@@ -76,7 +78,7 @@ def precision_of(backend: str) -> str:
 def peak_gflops(precision: str, threads: int, rounds: int = 10) -> float:
     """The CPU's rate on the probe in ``precision`` (``f32``, ``bf16``, ``int8``) on
     ``threads`` threads, in G operations a second (two per MAC): the best of ``rounds``."""
-    import openvino as ov
+    ov = import_openvino()
     import openvino.opset13 as op
 
     m, k, n = PROBE_SHAPE

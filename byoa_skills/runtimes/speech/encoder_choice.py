@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
+
 #: The values of the ``encoder_backend`` setting.
 ENCODER_BACKENDS = (
     "auto",
@@ -106,7 +108,7 @@ def cpu_flags(path: Path = CPUINFO) -> str | None:
 def openvino_capabilities() -> tuple[str, ...]:
     """OpenVINO's CPU ``OPTIMIZATION_CAPABILITIES`` (empty when openvino cannot say)."""
     try:
-        import openvino as ov
+        ov = import_openvino()
 
         return tuple(str(c) for c in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
     except Exception:  # not installed, no CPU plugin: no bf16 known

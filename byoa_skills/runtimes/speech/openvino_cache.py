@@ -24,6 +24,7 @@ from typing import Any
 from byoa_skills.runtimes.speech.ct2_weights import read_ct2_variables
 from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 from byoa_skills.runtimes.speech.openvino_encoder import build_encoder_model
+from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
 
 #: The cached model, its weights and its record.
 XML_NAME = "openvino-encoder.xml"
@@ -78,7 +79,7 @@ def cache_folder(model_dir: str | os.PathLike[str]) -> Path:
 
 
 def _write_cache(folder: Path, source: Path, source_sha256: str) -> None:
-    import openvino as ov
+    ov = import_openvino()
 
     variables = read_ct2_variables(source)
     model = build_encoder_model(variables)

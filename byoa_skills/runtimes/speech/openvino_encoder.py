@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from byoa_skills.runtimes.speech.mapped_pages import drop_resident_pages
+from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
 
 #: CTranslate2's layer-norm epsilon for Whisper.
 LAYER_NORM_EPSILON = 1e-5
@@ -82,7 +83,7 @@ def build_encoder_model(variables: Mapping[str, np.ndarray]) -> Any:
     ``variables`` are CTranslate2's (``read_ct2_variables``). Raises
     :class:`EncoderBuildError` for variables that are not a Whisper encoder.
     """
-    import openvino as ov
+    ov = import_openvino()
     import openvino.opset13 as op
 
     w = encoder_weights(variables)
@@ -163,7 +164,7 @@ class OpenVINOEncoder:
     def __init__(self, model: Any, *, precision: str = "f32", threads: int = 0) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-        import openvino as ov
+        ov = import_openvino()
 
         config: dict[str, Any] = {
             "INFERENCE_PRECISION_HINT": precision,
@@ -223,7 +224,7 @@ def _with_small_constants_of_their_own(model: Any) -> Any:
     reads a few such constants (the int8 graph's quantization bounds) in place at every run,
     which would fault pages of the file back in after they are given back; the large ones it
     repacks at a shape's first run and never reads again."""
-    import openvino as ov
+    ov = import_openvino()
     import openvino.opset13 as op
 
     copyable = {ov.Type.f32, ov.Type.f16, ov.Type.i64, ov.Type.i32, ov.Type.i8, ov.Type.u8}

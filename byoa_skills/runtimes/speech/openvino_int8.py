@@ -31,6 +31,7 @@ from typing import Any
 
 from byoa_skills.runtimes.speech.derived import DerivedArtefact, model_sha256
 from byoa_skills.runtimes.speech.openvino_cache import EncoderModel, cached_encoder_model
+from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
 
 XML_NAME = "openvino-encoder-int8.xml"
 BIN_NAME = "openvino-encoder-int8.bin"
@@ -123,7 +124,7 @@ def cached_int8_model(
 def _write_cache(
     folder: Path, float_xml: Path, source_sha256: str, made: str, kept_float: Sequence[str]
 ) -> None:
-    import openvino as ov
+    ov = import_openvino()
 
     began = time.monotonic()
     with tempfile.TemporaryDirectory(dir=folder, prefix=".int8-build-") as scratch:
@@ -187,7 +188,7 @@ def _quantize_files(float_xml: str, xml: str, kept_float: Sequence[str], parent:
     threading.Thread(target=watch_parent, daemon=True).start()
     out = Path(xml)
     try:
-        import openvino as ov
+        ov = import_openvino()
 
         from byoa_skills.runtimes.speech.calibration import calibration_windows
 

@@ -121,8 +121,16 @@ class WhisperCT2Backend(SpeechBackend):
         from faster_whisper.transcribe import get_suppressed_tokens
 
         if self._encoder.openvino:
+            # The decoder first: loading it takes about 100 MiB more than it keeps, which
+            # would otherwise come on top of the compiled encoder's memory.
+            model = self._load_decoder()
             self._openvino = self._load_openvino()
-        model = self._load_decoder() if self._openvino else self._load_whisper(self.model_dir)
+            if not self._openvino:  # CTranslate2's own encoder runs: it needs its weights
+                del model
+                model = self._load_whisper(self.model_dir)
+                self._decoder_only = False
+        else:
+            model = self._load_whisper(self.model_dir)
         if model.model.is_multilingual:
             # Only the codes whose language token this model's vocabulary has.
             token_id = model.hf_tokenizer.token_to_id
