@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,10 +112,35 @@ def test_unknown_scenario_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+def run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the tiny run makes its temporary files in."""
+    return tmp_path_factory.mktemp("bench-temp")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(
+    tmp_path_factory: pytest.TempPathFactory, run_temp: Path
+) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every scenario once, with ``tiny.en``, few calls and a sweep of 1 and 2."""
     out = tmp_path_factory.mktemp("bench-out")
-    code = cli.main(
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(run_temp))
+        code = _tiny_run(out)
+    assert code == 0
+    yield out, json.loads((out / "results.json").read_text())
+
+
+def test_a_run_leaves_no_temporary_file_and_keeps_its_servers_logs(
+    tiny_run: tuple[Path, dict[str, Any]], run_temp: Path
+) -> None:
+    out, _ = tiny_run
+    assert not any(run_temp.iterdir())  # the run's home: its model, caches and data
+    kept = {path.name for path in (out / "logs").iterdir()}
+    assert {"serve-memory.log", "serve-cold-0.log", "peer.log"} <= kept, sorted(kept)
+
+
+def _tiny_run(out: Path) -> int:
+    return cli.main(
         [
             "--quick",
             "--model",
@@ -130,8 +156,6 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
             *default_names(),  # --quick alone runs only the headline scenarios
         ]
     )
-    assert code == 0
-    yield out, json.loads((out / "results.json").read_text())
 
 
 def test_quick_alone_runs_the_headline_scenarios_and_names_them_in_its_help() -> None:

@@ -1,6 +1,7 @@
 """What ``byoa-bench`` starts ends with it: stopped by SIGTERM (as ``timeout`` and ``kill``
 stop it) or SIGHUP in the middle of a run, it leaves no ``serve``, no worker and no other
-server behind; and a child of a process killed outright gets SIGTERM from the kernel."""
+server behind, nor its temporary files; and a child of a process killed outright gets
+SIGTERM from the kernel."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ GONE_SECONDS = 10
 
 
 def bench(out: Path, home: Path) -> subprocess.Popen[bytes]:
-    """``byoa-bench --quick --model tiny.en engine``, its output in ``out``."""
+    """``byoa-bench --quick --model tiny.en engine``, its output in ``out``, its temporary
+    files in ``out/temp``."""
     command = [
         sys.executable,
         "-m",
@@ -39,7 +41,8 @@ def bench(out: Path, home: Path) -> subprocess.Popen[bytes]:
         str(out),
         "engine",
     ]
-    env = {**os.environ, "BYOA_SKILLS_HOME": str(home)}
+    (out / "temp").mkdir()
+    env = {**os.environ, "BYOA_SKILLS_HOME": str(home), "TMPDIR": str(out / "temp")}
     with (out / "bench.log").open("wb") as log:
         return subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -90,6 +93,8 @@ def test_a_stopped_bench_leaves_no_process(tmp_path: Path, signum: signal.Signal
             process.kill()
     assert not left, (left, (tmp_path / "bench.log").read_text()[-3000:])
     assert code == 128 + signum
+    assert not any((tmp_path / "temp").iterdir())  # the run's temporary home is gone
+    assert (tmp_path / "logs" / "serve.log").is_file()  # its engine's log kept
 
 
 IGNORES_SIGTERM = (

@@ -4,6 +4,8 @@ scenarios, the progress bar, the report, the plots and the comparison."""
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +14,7 @@ from rich.console import Console
 
 from byoa_skills.bench import compare, plots, report
 from byoa_skills.bench.children import exit_status, signals_stop
-from byoa_skills.bench.context import settings_for
+from byoa_skills.bench.context import keep_logs, make_home, settings_for
 from byoa_skills.bench.progress import RichReporter
 from byoa_skills.bench.runner import prepare, resolve_device, run_scenarios
 from byoa_skills.bench.scenarios import BY_NAME_ONLY, QUICK, default_names, names
@@ -62,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=Path("bench-out"),
-        help="folder for results.json, report.md and plots (./bench-out)",
+        help="folder for results.json, report.md, plots and the servers' logs (./bench-out)",
     )
     command.add_argument(
         "--compare",
@@ -130,9 +132,18 @@ def _main(argv: Sequence[str] | None) -> int:
         args.judge_model,
         args.judge_design,
     )
-    with RichReporter(err) as reporter:
-        ctx = prepare(settings, reporter)
-        results = run_scenarios(ctx, args.scenarios or default_names(args.quick))
+    home, outer_home = make_home(), os.environ.get("BYOA_SKILLS_HOME")
+    try:
+        with RichReporter(err) as reporter:
+            ctx = prepare(settings, reporter, home)
+            results = run_scenarios(ctx, args.scenarios or default_names(args.quick))
+    finally:  # its servers are stopped by now: keep their logs, not the model and caches
+        keep_logs(home, args.out / "logs")
+        shutil.rmtree(home, ignore_errors=True)
+        if outer_home is None:
+            os.environ.pop("BYOA_SKILLS_HOME", None)
+        else:
+            os.environ["BYOA_SKILLS_HOME"] = outer_home
     rows = compare.changes(old, results) if old else None
     if rows:
         results["compare"] = compare.markdown(rows)

@@ -3,6 +3,7 @@ progress reporter, the figures measured so far, and the engine process when one 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,5 +151,14 @@ class Context:
 
 
 def make_home() -> Path:
-    """A fresh temporary ``BYOA_SKILLS_HOME`` for the run."""
+    """A fresh temporary ``BYOA_SKILLS_HOME`` for the run (removed when the run ends)."""
     return Path(tempfile.mkdtemp(prefix="byoa-bench-"))
+
+
+def keep_logs(home: Path, folder: Path) -> list[Path]:
+    """Copy the logs a run's servers wrote in its ``home`` (``*.log`` at its top) into
+    ``folder``, made where there are any; the copies' paths."""
+    logs = sorted(path for path in home.glob("*.log") if path.is_file())
+    if logs:
+        folder.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(log, folder / log.name)) for log in logs]
