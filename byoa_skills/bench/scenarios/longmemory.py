@@ -28,6 +28,7 @@ import numpy as np
 
 from byoa_skills.bench.context import Context, Skip
 from byoa_skills.bench.server import EngineProcess, post_transcription, rss_mib
+from byoa_skills.pool.memory import peak_rss_mib
 from byoa_skills.wav import SAMPLE_RATE
 
 NAME = "longmemory"
@@ -221,7 +222,7 @@ def burst_of(
             )
             if quiet_after is None and used < 0.1:
                 quiet_after = second - left_at
-    peak = max(sampler.peak, _high_water(pid) if reset else 0.0)
+    peak = max(sampler.peak, (peak_rss_mib(pid) or 0.0) if reset else 0.0)
     counted: dict[str, int] = {}
     for outcome in outcomes:
         counted[outcome] = counted.get(outcome, 0) + 1
@@ -302,7 +303,7 @@ def _measure(engine: EngineProcess, pid: int, paths: list[Path]) -> dict[str, An
     seconds = time.perf_counter() - began
     time.sleep(1.0)  # what the answers' last buffers leave
     after = rss_mib(pid)
-    peak = max(sampler.peak, _high_water(pid) if reset else 0.0)
+    peak = max(sampler.peak, (peak_rss_mib(pid) or 0.0) if reset else 0.0)
     return {
         "rss_before_mib": round(before, 1),
         "peak_growth_mib": round(peak - before, 1),
@@ -341,16 +342,6 @@ def _reset_high_water(pid: int) -> bool:
     except OSError:
         return False
     return True
-
-
-def _high_water(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 class _Sampler:
