@@ -140,7 +140,7 @@ class WhisperCT2Backend(SpeechBackend):
         english = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, "transcribe", "en")
         self._suppress_tokens = tuple(get_suppressed_tokens(english, [-1]))
         if self.options.vad_filter:
-            self._vad_options = load_vad(self.options)
+            self._vad_options = load_vad(self.options, on_openvino=bool(self._openvino))
         if not self._openvino and self.wide_threads:
             import ctranslate2
 
