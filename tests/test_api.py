@@ -173,6 +173,7 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
     assert status == 200
     said = json.loads(health)
     kernels = said.pop("ct2Kernels")
+    vad = said.pop("vad")
     assert said == {
         "ok": True,
         "status": "ok",
@@ -182,6 +183,8 @@ def test_health_ready_and_metrics(engine: Engine) -> None:
         "pid": engine.process.pid,
     }
     assert kernels == "ctranslate2" or kernels.split("-")[0] in ("mkl", "onednn")
+    # the VAD runs on OpenVINO where the encoder does, else on onnxruntime
+    assert vad == ("openvino" if ENCODER.startswith("openvino") else "onnxruntime")
     assert len(engine.workers()) == 2
     assert engine.get("/metrics", token=None)[0] == 401
     status, text = engine.get("/metrics")

@@ -326,6 +326,8 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
     if memory["encoder"].startswith("openvino"):  # measured beside CTranslate2 alone
         alone = memory["ctranslate2_alone"]
         assert len(alone["worker_peak_mib"]) == machine["cores"]
+        # the VAD runs on OpenVINO beside an OpenVINO encoder, on onnxruntime beside CTranslate2's
+        assert (memory["vad"], alone["vad"]) == ("openvino", "onnxruntime")
         assert memory["peak_vs_ctranslate2"] == pytest.approx(
             memory["worker_peak_max_mib"] / alone["worker_peak_max_mib"]
         )

@@ -506,6 +506,7 @@ def test_a_block_on_a_full_disk_is_in_force_at_once_and_written_later(
     assert full["store"]["code"] == "store-full" and full["store"]["pendingChanges"] == 2
     assert later.pop("encoder") and later.pop("encoderPrecision")  # the speech workers' encoder
     assert later.pop("ct2Kernels")  # and the kernels they decode with
+    assert later.pop("vad") in ("openvino", "onnxruntime")  # and what runs their VAD
     assert later.pop("pid") > 0  # the engine's process
     assert later == {"ok": True, "status": "ok", "store": {"ok": True, "pendingChanges": 0}}
     assert written[SITE] == "blocked" and written[OTHER] == "paused"

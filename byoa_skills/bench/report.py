@@ -322,13 +322,18 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
         )
         if entry.get("worker_peak_mib"):
             peaks = ", ".join(f"{v:.0f}" for v in entry["worker_peak_mib"].values())
-            lines += ["", f"Workers' peaks ({entry.get('encoder', '')}): {peaks} MiB."]
+            runs = entry.get("encoder", "")
+            if entry.get("vad"):
+                runs += f", VAD on {entry['vad']}"
+            lines += ["", f"Workers' peaks ({runs}): {peaks} MiB."]
         lines += _resident_split_line("Workers now", entry)
         if alone := entry.get("ctranslate2_alone"):
             peaks = ", ".join(f"{v:.0f}" for v in alone["worker_peak_mib"].values())
+            vad = f" (VAD on {alone['vad']})" if alone.get("vad") else ""
             lines.append(
-                f"With CTranslate2's encoder alone, after the same calls: workers' peaks {peaks} "
-                f"MiB; largest peak / CTranslate2 alone's: {entry['peak_vs_ctranslate2']:.2f}."
+                f"With CTranslate2's encoder alone{vad}, after the same calls: workers' peaks "
+                f"{peaks} MiB; largest peak / CTranslate2 alone's: "
+                f"{entry['peak_vs_ctranslate2']:.2f}."
             )
             if ranked := entry.get("peaks_vs_ctranslate2"):
                 each = ", ".join(f"{r:.2f}" for r in ranked)

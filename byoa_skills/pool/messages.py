@@ -49,7 +49,7 @@ class Ready:
     """The worker has loaded its model and warmed up; its resident memory then, in MiB, and
     the encoder it runs (``openvino-bf16``…) with why (a fallback says what failed), and
     CTranslate2's CPU kernels (``mkl-avx2``; ``ctranslate2``: its own pick; "": not on the
-    CPU)."""
+    CPU), and what runs its VAD (``openvino``, ``onnxruntime``; "": no VAD)."""
 
     pid: int
     rss_mib: float
@@ -57,18 +57,20 @@ class Ready:
     encoder_reason: str = ""
     encoder_precision: str = ""
     kernels: str = ""
+    vad: str = ""
 
 
 @dataclass(frozen=True)
 class EncoderRunning:
     """The encoder a ready worker runs (``label``, empty: not said), why (``reason``), its
     precision in words (``int8, float layers bf16``), and the CTranslate2 CPU kernels it
-    decodes with (``kernels``, as :class:`Ready` says them)."""
+    decodes with (``kernels``, as :class:`Ready` says them), and what runs its VAD (``vad``)."""
 
     label: str
     reason: str
     precision: str = ""
     kernels: str = ""
+    vad: str = ""
 
 
 @dataclass(frozen=True)

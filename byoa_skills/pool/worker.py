@@ -151,7 +151,11 @@ class WorkerProcess:
     def _dispatch(self, message: FromWorker) -> None:
         if isinstance(message, Ready) and not self._ready.done():
             self.encoder = EncoderRunning(
-                message.encoder, message.encoder_reason, message.encoder_precision, message.kernels
+                message.encoder,
+                message.encoder_reason,
+                message.encoder_precision,
+                message.kernels,
+                message.vad,
             )
             self._ready.set_result(message.rss_mib)
         elif isinstance(message, StartFailed) and not self._ready.done():

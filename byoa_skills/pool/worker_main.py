@@ -58,7 +58,7 @@ def run_worker(
         return
     encoder = getattr(backend, "encoder", None)
     said = (encoder.label, encoder.reason, encoder.precision_said) if encoder else ("", "", "")
-    conn.send(Ready(os.getpid(), rss_mib(), *said, kernels=kernels))
+    conn.send(Ready(os.getpid(), rss_mib(), *said, kernels=kernels, vad=_vad_runtime(backend)))
     while True:
         try:
             message = conn.recv()
@@ -108,6 +108,16 @@ def _answers(  # type: ignore[no-untyped-def]
 
 def _samples(shm: SharedMemory, offset: int, frames: int) -> np.ndarray:
     return Clip(np.frombuffer(shm.buf, dtype="<i2", count=frames, offset=2 * offset)).to_float32()
+
+
+def _vad_runtime(backend) -> str:  # type: ignore[no-untyped-def]
+    """What runs the backend's VAD (``openvino``, ``onnxruntime``); "" where it has none."""
+    options = getattr(backend, "options", None)
+    if options is None or not options.vad_filter:
+        return ""
+    from byoa_skills.runtimes.speech.vad import vad_runtime
+
+    return vad_runtime()
 
 
 def _choose_kernels(config: PoolConfig) -> str:

@@ -186,9 +186,9 @@ def loopback_host(request: web.Request) -> bool:
 async def _health(request: web.Request) -> web.Response:
     """The engine answers (always 200); ``status`` is ``degraded`` while the wallet's store
     cannot be used or a change waits to be written, and ``store`` says why; ``encoder`` names
-    what runs the speech workers' encoder, when the engine has them, and ``ct2Kernels``
-    CTranslate2's CPU kernels they decode with; ``pid`` is the engine's
-    process (its record, :mod:`byoa_skills.serve.engine_record`, names it too)."""
+    what runs the speech workers' encoder, when the engine has them, ``ct2Kernels``
+    CTranslate2's CPU kernels they decode with and ``vad`` what runs their VAD; ``pid`` is the
+    engine's process (its record, :mod:`byoa_skills.serve.engine_record`, names it too)."""
     store = await asyncio.to_thread(request.app[SHIM_KEY].sites.database.check)
     status = "ok" if store.ok else "degraded"
     answer: dict[str, Any] = {"ok": True, "status": status, "store": store.to_json()}
@@ -200,6 +200,8 @@ async def _health(request: web.Request) -> web.Response:
         answer["encoderPrecision"] = encoder.precision
         if encoder.kernels:
             answer["ct2Kernels"] = encoder.kernels
+        if encoder.vad:
+            answer["vad"] = encoder.vad
         if encoder.label != pool.config.encoder.label:  # a fallback: why
             answer["encoderNote"] = encoder.reason
     return web.json_response(answer)

@@ -114,6 +114,12 @@ HEALTH: Schema = {
             "ctranslate2 for its own pick, else the set measured faster on this machine with "
             "the same words (docs/runtime.md); absent off the CPU",
         },
+        "vad": {
+            "type": "string",
+            "enum": ["openvino", "onnxruntime"],
+            "description": "what runs the speech workers' VAD: OpenVINO where their encoder "
+            "does, else onnxruntime (docs/runtime.md); absent when they run none",
+        },
         "encoderNote": {
             "type": "string",
             "description": "why the workers run another encoder than the one chosen (the "

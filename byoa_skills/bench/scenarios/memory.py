@@ -61,7 +61,9 @@ def _measured_fresh(ctx: Context, log_name: str, extra: tuple[str, ...]) -> dict
         engine.wait_ready()
         _answer_calls(ctx, engine)
         figures = _measured(engine)
-        figures["encoder"] = engine.health().get("encoder", "")
+        health = engine.health()
+        figures["encoder"] = health.get("encoder", "")
+        figures["vad"] = health.get("vad", "")
     finally:
         engine.stop()
     return figures
