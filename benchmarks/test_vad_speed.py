@@ -40,5 +40,5 @@ def test_the_vad_on_real_speech(benchmark, runtimes, runtime: str, seconds: floa
     audio = _padded(seconds)
     model = runtimes[runtime]
     probabilities = benchmark(lambda: model(audio.copy()))
-    assert probabilities.shape == (audio.size // 512, 1)
+    assert probabilities.shape == (audio.size // 512,)
     assert probabilities.min() >= 0.0 and probabilities.max() <= 1.0

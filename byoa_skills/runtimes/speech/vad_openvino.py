@@ -75,7 +75,7 @@ class OpenVINOSileroVAD:
         self, audio: np.ndarray, num_samples: int = 512, context_size_samples: int = 64
     ) -> np.ndarray:
         """The speech probability of each ``num_samples`` frame of the 1-D float32 ``audio``
-        (its length a multiple of ``num_samples``), shape ``(frames, 1)``, as faster-whisper's
+        (its length a multiple of ``num_samples``), one value a frame, as faster-whisper's
         ``SileroVADModel`` gives it. Raises ``ValueError`` for audio of another shape."""
         if audio.ndim != 1 or audio.shape[0] % num_samples:
             raise ValueError("the VAD takes 1-D audio whose length is a multiple of its frame")
