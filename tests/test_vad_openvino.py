@@ -18,6 +18,7 @@ import soundfile
 from byoa_skills.models import model_path
 from byoa_skills.runtimes.speech import DecodeOptions
 from byoa_skills.runtimes.speech.vad_openvino import (
+    LONGEST_FRAMES,
     SMALLEST_BATCH,
     OpenVINOSileroVAD,
     padded_frames,
@@ -73,8 +74,27 @@ def test_the_openvino_vad_cuts_every_clip_where_onnxruntime_does(
             monkeypatch.setattr(fw_vad, "get_vad_model", lambda model=model: model)
             cuts[name] = fw_vad.get_speech_timestamps(audio, options)
         assert cuts["openvino"] == cuts["onnxruntime"], path.name
-    assert openvino.shapes_run <= {padded_frames(n) for n in range(1, 4000)}
+    assert openvino.shapes_run <= {padded_frames(n) for n in range(1, LONGEST_FRAMES + 1)}
     assert len(openvino.shapes_run) <= 6
+
+
+def test_a_window_runs_on_openvino_and_longer_audio_on_onnxruntime(
+    both: tuple[object, OpenVINOSileroVAD],
+) -> None:
+    """A 30 s window is the longest audio OpenVINO runs; a long recording's span goes to
+    faster-whisper's own model, loaded then, and gives the same probabilities."""
+    onnx, _ = both
+    openvino = OpenVINOSileroVAD()
+    joined = np.concatenate([_audio(path) for path in RECORDINGS])
+    for seconds, on_openvino in ((30.0, True), (60.0, False), (330.0, False)):
+        audio = joined[: int(seconds * 16000)]
+        padded = np.pad(audio, (0, 512 - audio.size % 512))
+        before = set(openvino.shapes_run)
+        expected, got = onnx(padded.copy()), openvino(padded.copy())
+        assert got.shape == expected.shape
+        assert np.abs(got - expected).max() < 1e-4, seconds
+        assert (openvino.shapes_run != before) is on_openvino, seconds
+    assert openvino.shapes_run == {LONGEST_FRAMES}
 
 
 def test_the_openvino_vad_leaves_its_callers_audio_as_it_was(

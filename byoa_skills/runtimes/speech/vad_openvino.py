@@ -4,13 +4,16 @@ A worker whose encoder is OpenVINO has OpenVINO's runtime loaded already; runnin
 spares that worker onnxruntime's library and session (about 24 MiB of a worker's memory) and
 runs the VAD about twice as fast. :class:`OpenVINOSileroVAD` reads faster-whisper's own model
 file and answers as faster-whisper's ``SileroVADModel`` does: one speech probability for each
-512-sample frame of the audio, all frames in one batch.
+512-sample frame of the audio, all frames in one run.
 
 OpenVINO keeps what it sets up for each input shape it has run, so a compiled model fed every
 clip length would grow without end. The frames are therefore padded with silent frames to a
-power of two (:func:`padded_frames`): a handful of shapes covers every length. Frames appended
-after the audio change nothing the model says about the frames before them, so the
-probabilities are those of the unpadded batch.
+power of two (:func:`padded_frames`): a handful of shapes covers every clip and window. Frames
+appended after the audio change nothing the model says about the frames before them, so the
+probabilities are those of the unpadded run. It also keeps the buffers of the largest run
+between calls, about twice what onnxruntime takes for a run and gives back: audio longer than
+a window (:data:`LONGEST_FRAMES`), a long recording's span, goes to faster-whisper's own
+onnxruntime model instead, loaded when first needed.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ MODEL_FILE = "silero_vad_v6.onnx"
 SMALLEST_BATCH = 16
 #: The LSTM state the model starts from: ``h`` and ``c``, each of this shape.
 STATE_SHAPE = (1, 1, 128)
+#: The most frames run on OpenVINO: a 30 s window's 938, padded (32.8 s).
+LONGEST_FRAMES = 1024
 
 
 def padded_frames(frames: int) -> int:
@@ -49,7 +54,7 @@ def model_path() -> Path:
 class OpenVINOSileroVAD:
     """faster-whisper's Silero VAD compiled by OpenVINO for the CPU, in float32, on
     ``threads`` threads (not pinned to cores); callers on several threads take turns.
-    :attr:`shapes_run` holds the batch sizes it has run. Raises OpenVINO's errors where the
+    :attr:`shapes_run` holds the run sizes it has run. Raises OpenVINO's errors where the
     model file is missing or does not compile."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, threads: int = 1) -> None:
@@ -69,6 +74,7 @@ class OpenVINOSileroVAD:
         self._request = self._compiled.create_infer_request()
         self._probabilities = self._compiled.output(0)
         self._one_at_a_time = threading.Lock()  # one infer request, callers on any thread
+        self._onnxruntime: Any = None
         self.shapes_run: set[int] = set()
 
     def __call__(
@@ -79,6 +85,8 @@ class OpenVINOSileroVAD:
         ``SileroVADModel`` gives it. Raises ``ValueError`` for audio of another shape."""
         if audio.ndim != 1 or audio.shape[0] % num_samples:
             raise ValueError("the VAD takes 1-D audio whose length is a multiple of its frame")
+        if audio.shape[0] > LONGEST_FRAMES * num_samples:
+            return self._longer(audio, num_samples, context_size_samples)
         frames = audio.reshape(-1, num_samples).astype(np.float32)  # a copy, as it is changed
         # faster-whisper's own: each frame is preceded by the end of the one before it (the
         # first by silence), and the last frame's end is silenced
@@ -86,15 +94,22 @@ class OpenVINOSileroVAD:
         context = np.roll(frames[:, -context_size_samples:], 1, axis=0)
         batch = np.concatenate([context, frames], axis=1)
         count = batch.shape[0]
-        size = padded_frames(count)
-        if size > count:
-            silence = np.zeros((size - count, batch.shape[1]), dtype=np.float32)
-            batch = np.concatenate([batch, silence])
+        silence = np.zeros((padded_frames(count) - count, batch.shape[1]), dtype=np.float32)
         state = np.zeros(STATE_SHAPE, dtype=np.float32)
         with self._one_at_a_time:
-            self.shapes_run.add(size)
-            result = self._request.infer({"input": batch, "h": state, "c": state})
+            self.shapes_run.add(count + silence.shape[0])
+            run = np.concatenate([batch, silence])
+            result = self._request.infer({"input": run, "h": state, "c": state})
             return np.array(result[self._probabilities][:count])
+
+    def _longer(self, audio: np.ndarray, num_samples: int, context_size_samples: int) -> Any:
+        """What faster-whisper's own onnxruntime model says of ``audio``."""
+        with self._one_at_a_time:
+            if self._onnxruntime is None:
+                from faster_whisper.vad import SileroVADModel
+
+                self._onnxruntime = SileroVADModel(str(model_path()))
+        return self._onnxruntime(audio, num_samples, context_size_samples)
 
 
 def as_vad_model(model: OpenVINOSileroVAD) -> Any:
