@@ -178,6 +178,8 @@ def test_ctrl_c_stops_transcribe_with_one_line_and_status_130(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "BYOA_SKILLS_HOME": str(engine_home)},
+        # as from a terminal, whatever this process inherited (a background start ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         with fifo.open("wb") as pipe:

@@ -153,6 +153,8 @@ def test_ctrl_c_while_the_int8_encoder_is_built_stops_at_once_with_its_child(
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # as from a terminal, whatever this process inherited (a background start ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         children: list[psutil.Process] = []
