@@ -7,29 +7,32 @@ import signal
 import sys
 
 from byoa_skills import __version__
-from byoa_skills.commands import (
-    activity,
-    byoag_pairings,
-    connect,
-    extension,
-    link,
-    native_host,
-    pair,
-    platform_demo,
-    scheme,
-    serve,
-    site_demo,
-    sites,
-    sources,
-    transcribe,
-    wallet,
-    wav_check,
-)
-from byoa_skills.commands.models import add_models_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``byoa-skills`` with every subcommand."""
+    # imported here, not at the top: a worker process spawned under the ``byoa-skills``
+    # script runs the script again, and would otherwise import every subcommand's modules
+    from byoa_skills.commands import (
+        activity,
+        byoag_pairings,
+        connect,
+        extension,
+        link,
+        native_host,
+        pair,
+        platform_demo,
+        scheme,
+        serve,
+        site_demo,
+        sites,
+        sources,
+        transcribe,
+        wallet,
+        wav_check,
+    )
+    from byoa_skills.commands.models import add_models_parser
+
     parser = argparse.ArgumentParser(
         prog="byoa-skills",
         description=(

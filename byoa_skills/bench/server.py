@@ -110,10 +110,12 @@ class EngineProcess:
         token: str | None = None,
         log_name: str = "serve.log",
         env: Mapping[str, str] | None = None,
+        program: Sequence[str] = (),
     ) -> _Engine:
         """Start ``byoa-skills serve --port P ARGS`` on a free port with
         ``BYOA_SKILLS_HOME=home``, ``token`` (a fresh one when None) and the variables in
         ``env``, its log in ``home/log_name``; returns at once (see :meth:`wait_ready`).
+        ``program``: what runs ``byoa-skills`` (default: this Python, ``-m byoa_skills``).
         It ends with this process (:func:`byoa_skills.bench.children.spawn`)."""
         port = free_port()
         token = token or secrets.token_hex(16)
@@ -126,7 +128,8 @@ class EngineProcess:
             "BYOA_WALLET_DEV_LOCAL": "1",
             **(env or {}),
         }
-        command = [sys.executable, "-m", "byoa_skills", "serve", "--port", str(port), *args]
+        program = program or (sys.executable, "-m", "byoa_skills")
+        command = [*program, "serve", "--port", str(port), *args]
         started = time.perf_counter()
         with log.open("wb") as log_file:
             process = spawn(command, stdout=subprocess.DEVNULL, stderr=log_file, env=variables)

@@ -9,10 +9,14 @@ the other in the shared memory block the parent owns (the message types are in
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
+import sys
 import threading
+import types
 from importlib import resources
+from importlib.machinery import ModuleSpec
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
 
@@ -45,6 +49,7 @@ def run_worker(
         die_with_parent(parent, PARENT_DEATH_SIGNAL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _thread_lock_for_progress_bars()
+    defer_audio_file_decoder()
     try:
         shm = SharedMemory(name=shm_name)
         kernels = _choose_kernels(config)
@@ -149,6 +154,33 @@ def _load_backend(config: PoolConfig, wide: bool = False):  # type: ignore[no-un
         encoder_backend=config.encoder_backend,
         **({"wide_threads": config.wide_threads} if wide else {}),
     )
+
+
+def defer_audio_file_decoder() -> None:
+    """Make ``import av`` in this process cheap: faster-whisper imports PyAV (FFmpeg's
+    libraries, about 17 MiB of a process) to read audio files, and a worker is given samples,
+    never files. ``av`` stands for PyAV until something first reads one of its names, which
+    imports PyAV then. Does nothing where PyAV is already imported or not installed."""
+    if "av" in sys.modules:
+        return
+    spec = importlib.util.find_spec("av")
+    if spec is not None:
+        sys.modules["av"] = _ImportedOnFirstUse(spec)
+
+
+class _ImportedOnFirstUse(types.ModuleType):
+    """A module's stand-in in ``sys.modules``: its first name read imports the module."""
+
+    def __init__(self, spec: ModuleSpec) -> None:
+        super().__init__(spec.name)
+        self.__spec__ = spec
+
+    def __getattr__(self, name: str) -> object:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        module = importlib.import_module(self.__name__)
+        self.__dict__.update({k: v for k, v in vars(module).items() if k != "__spec__"})
+        return getattr(module, name)
 
 
 def _thread_lock_for_progress_bars() -> None:
