@@ -1,6 +1,7 @@
 """A worker loads what answering takes: not the command line's other commands (the API
 server, the wallet), which the ``byoa-skills`` script would bring into every worker it spawns,
-and not PyAV, which faster-whisper imports to read audio files a worker is never given."""
+and, where its encoder is OpenVINO, not PyAV, which faster-whisper imports to read audio files
+a worker is never given."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from engine import TOKEN, Engine, call_http
 from speech import skill_input
 
 SPEECH = Path(__file__).parent / "data" / "speech"
+TINY_WORKER = ["--model", "tiny.en", "--workers", "1", "--idle-release", "0"]
 
 
 def _mapped(pid: int) -> str:
@@ -27,7 +29,7 @@ def test_a_worker_of_the_byoa_skills_command_maps_no_api_server_and_no_pyav(
     assert script.is_file(), "the byoa-skills script is installed beside this Python"
     engine = Engine.start(
         engine_home,
-        ["--model", "tiny.en", "--workers", "1", "--idle-release", "0"],
+        [*TINY_WORKER, "--encoder-backend", "openvino-f32"],  # any CPU runs it
         token=TOKEN,
         log_name="worker-imports.log",
         program=[str(script)],
@@ -38,10 +40,11 @@ def test_a_worker_of_the_byoa_skills_command_maps_no_api_server_and_no_pyav(
         body = {"input": skill_input("jfk.wav"), "params": {"language": "en"}}
         status, answer = asyncio.run(call_http(engine, "audio.transcribe", body))
         maps = {pid: _mapped(pid) for pid in pids}
+        encoder = engine.health().get("encoder")
     finally:
         engine.stop()
     assert status == 200 and answer["ok"] and "country" in answer["output"]["text"].lower()
-    assert len(maps) == 1
+    assert len(maps) == 1 and encoder == "openvino-f32"
     for text in maps.values():
         assert "libctranslate2" in text  # the worker's own model runtime is there
         assert "aiohttp" not in text  # the API server is the parent's

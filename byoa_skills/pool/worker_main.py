@@ -49,7 +49,8 @@ def run_worker(
         die_with_parent(parent, PARENT_DEATH_SIGNAL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _thread_lock_for_progress_bars()
-    defer_audio_file_decoder()
+    if config.encoder.engine == "openvino":
+        defer_audio_file_decoder()
     try:
         shm = SharedMemory(name=shm_name)
         kernels = _choose_kernels(config)
@@ -158,9 +159,13 @@ def _load_backend(config: PoolConfig, wide: bool = False):  # type: ignore[no-un
 
 def defer_audio_file_decoder() -> None:
     """Make ``import av`` in this process cheap: faster-whisper imports PyAV (FFmpeg's
-    libraries, about 17 MiB of a process) to read audio files, and a worker is given samples,
+    libraries, 12 to 17 MiB of a process) to read audio files, and a worker is given samples,
     never files. ``av`` stands for PyAV until something first reads one of its names, which
-    imports PyAV then. Does nothing where PyAV is already imported or not installed."""
+    imports PyAV then. Does nothing where PyAV is already imported or not installed.
+
+    A worker does this where its encoder is OpenVINO only: in one on CTranslate2's encoder,
+    PyAV's libraries loaded at the start leave glibc's heap in a shape that holds 35 to 42 MiB
+    less after the calls (docs/pool.md, "Start and readiness")."""
     if "av" in sys.modules:
         return
     spec = importlib.util.find_spec("av")
