@@ -49,9 +49,9 @@ def run_worker(
         die_with_parent(parent, PARENT_DEATH_SIGNAL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _thread_lock_for_progress_bars()
-    if config.encoder.engine == "openvino":
-        defer_audio_file_decoder()
     try:
+        if config.encoder.engine == "openvino":
+            defer_audio_file_decoder()
         shm = SharedMemory(name=shm_name)
         kernels = _choose_kernels(config)
         backend = _load_backend(config, wide)
