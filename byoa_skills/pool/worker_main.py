@@ -174,7 +174,11 @@ def defer_audio_file_decoder() -> None:
 
 
 class _ImportedOnFirstUse(types.ModuleType):
-    """A module's stand-in in ``sys.modules``: its first name read imports the module."""
+    """A module's stand-in in ``sys.modules``: its first name read imports the module.
+
+    Not ``importlib.util.LazyLoader``: on Python 3.11 the import system reads ``__spec__`` of a
+    module it finds in ``sys.modules``, which makes a lazy module load at the next ``import
+    av``; here ``__spec__`` is a plain attribute and only other names load the module."""
 
     def __init__(self, spec: ModuleSpec) -> None:
         super().__init__(spec.name)
