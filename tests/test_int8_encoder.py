@@ -112,6 +112,7 @@ def test_built_once_by_two_at_once_reused_and_a_damaged_or_stale_one_rebuilt(
     folder = first.path.parent
     assert folder.is_relative_to(own_cache) and folder.stat().st_mode & 0o077 == 0
     assert "FakeQuantize" in (folder / XML_NAME).read_text()  # quantized, not the float graph
+    _assert_kept_out_layers_read_int8_weights(folder / XML_NAME)
     weights = (folder / BIN_NAME).read_bytes()
 
     data = bytearray(weights)
@@ -127,6 +128,77 @@ def test_built_once_by_two_at_once_reused_and_a_damaged_or_stale_one_rebuilt(
     other = recipe((".*layer_0/self_attention/linear_1",))
     assert other != recipe(KEPT_FLOAT)
     assert "recipe changed" in (ARTEFACT.problem(folder, source, other) or "")
+
+
+def _assert_kept_out_layers_read_int8_weights(xml: Path) -> None:
+    """Each layer kept out of static int8 reads int8 weights (widened by one scale per row) and
+    its input without SmoothQuant's scale, so that OpenVINO quantizes that input at run time."""
+    import re
+
+    from byoa_skills.runtimes.speech.openvino_int8 import KEPT_FLOAT
+    from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
+
+    model = import_openvino().Core().read_model(xml)
+    kept = [
+        node
+        for node in model.get_ordered_ops()
+        if node.get_type_name() == "MatMul"
+        and any(re.fullmatch(p, node.get_friendly_name()) for p in KEPT_FLOAT)
+    ]
+    assert len(kept) == 4  # tiny.en's four layers
+    for node in kept:
+        widen = node.input_value(1).get_node()
+        assert widen.get_type_name() == "Multiply", node.get_friendly_name()
+        convert = widen.input_value(0).get_node()
+        assert convert.get_type_name() == "Convert"
+        assert convert.input_value(0).get_element_type().get_type_name() == "i8"
+        assert "smooth_quant" not in node.input_value(0).get_node().get_friendly_name()
+
+
+def test_weights_to_int8_keeps_what_a_product_computes_and_only_where_named() -> None:
+    import numpy as np
+    import openvino.opset13 as op
+
+    from byoa_skills.runtimes.speech.openvino_int8 import weights_to_int8
+    from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
+
+    ov = import_openvino()
+    rng = np.random.default_rng(7)
+    weights = rng.standard_normal((2, 48, 32)).astype(np.float32)
+    smoothing = (rng.random(32) + 0.5).astype(np.float32)
+
+    def model() -> object:
+        x = op.parameter([1, 5, 32], ov.Type.f32, name="x")
+        smoothed = op.multiply(x, op.constant(1 / smoothing))
+        smoothed.set_friendly_name("gelu/nncf_smooth_quant")
+        named = op.matmul(smoothed, op.constant(weights[0] * smoothing), False, True)
+        named.set_friendly_name("encoder/layer_0/ffn/linear_1")
+        other = op.matmul(x, op.constant(weights[1]), False, True)
+        other.set_friendly_name("encoder/layer_0/ffn/linear_0")
+        return ov.Model([op.result(named), op.result(other)], [x])
+
+    before, after = model(), model()
+    assert weights_to_int8(after, (r".*ffn/linear_1",)) == 1
+    inputs = rng.standard_normal((1, 5, 32)).astype(np.float32)
+    core = ov.Core()
+    old = core.compile_model(before, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({0: inputs})
+    new = core.compile_model(after, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})({0: inputs})
+    exact = inputs[0] @ weights[0].T
+    assert np.abs(new[0][0] - exact).max() < 0.02 * np.abs(exact).max()  # int8 weights' error
+    assert np.array_equal(new[1], old[1])  # the product not named is as it was
+    kinds = {n.get_friendly_name(): n for n in after.get_ordered_ops()}
+    named = kinds["encoder/layer_0/ffn/linear_1"]
+    assert named.input_value(0).get_node().get_type_name() == "Parameter"  # smoothing undone
+    assert named.input_value(1).get_node().get_type_name() == "Multiply"  # int8 rows widened
+
+
+def test_inputs_are_quantized_at_run_time_only_where_the_cpu_has_int8_units() -> None:
+    from byoa_skills.runtimes.speech.openvino_encoder import RUN_TIME_GROUP, run_time_group
+
+    assert [run_time_group(f) for f in (ZEN4, SAPPHIRE_RAPIDS, AVX512_VNNI, ALDER_LAKE)] == [
+        RUN_TIME_GROUP
+    ] * 4
+    assert [run_time_group(f) for f in (AVX2, AVX512, None)] == [0, 0, 0]
 
 
 def test_ctrl_c_while_the_int8_encoder_is_built_stops_at_once_with_its_child(

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from byoa_skills.runtimes.speech.encoder_choice import cpu_flags, has_int8_units
 from byoa_skills.runtimes.speech.mapped_pages import drop_resident_pages
 from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
 
@@ -33,6 +34,20 @@ from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
 LAYER_NORM_EPSILON = 1e-5
 #: OpenVINO's inference precisions this module compiles for.
 PRECISIONS = ("f32", "bf16")
+#: Values of one position's input that share a scale where a product with int8 weights has
+#: its input quantized at run time (OpenVINO's dynamic quantization: the int8 model's layers
+#: kept out of static int8); a divisor of every Whisper model's feed-forward width (1536 to
+#: 5120). OpenVINO's own default on the CPU, 32, took 60 ms more per 30 s window (`base`).
+RUN_TIME_GROUP = 256
+
+
+def run_time_group(flags: str | None) -> int:
+    """The group size to compile with on a CPU with ``flags`` (``/proc/cpuinfo``'s):
+    :data:`RUN_TIME_GROUP` where the CPU has int8 units, else 0 (off: the int8 weights are
+    widened and the product runs in float). With the instruction set capped below VNNI the
+    plugin's run-time quantization gave an empty output, so it runs only where int8 units
+    are known to be there."""
+    return RUN_TIME_GROUP if has_int8_units(flags) else 0
 
 
 class EncoderBuildError(ValueError):
@@ -173,6 +188,7 @@ class OpenVINOEncoder:
             # two single-threaded workers then share one core and the other waits (two at once
             # took 425 ms each against 201 ms alone, 30 s window, int8; unpinned 202 ms each)
             "ENABLE_CPU_PINNING": False,
+            "DYNAMIC_QUANTIZATION_GROUP_SIZE": run_time_group(cpu_flags()),
         }
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads

@@ -4,11 +4,16 @@ own cache folder, verified (:mod:`byoa_skills.runtimes.speech.derived`).
 
 The matrix products and convolutions run in int8 (weights per output channel, activations
 per tensor, ranges measured on :func:`calibration_windows`, SmoothQuant first as NNCF does for
-transformers); the layers :data:`KEPT_FLOAT` names stay in float, which is bf16 on a CPU with
-bf16 units and f32 elsewhere (the compile's inference precision). Which layers stay float was
-chosen on the tune part of the real-speech set (``scripts/measure_int8_encoder.py``; the
-choice and its figures are in docs/performance.md); the calibration set is part of that tune
-part. A cache built from another calibration set, another list or another NNCF is rebuilt.
+transformers). The layers :data:`KEPT_FLOAT` names are kept out of that: one range measured for
+all inputs did not keep the words there. Their weights are stored as int8 per output row and
+their inputs are quantized at run time, per group of ``RUN_TIME_GROUP`` values of each
+position (:mod:`openvino_encoder`; OpenVINO's dynamic quantization, :func:`weights_to_int8`),
+as CTranslate2 quantizes its own products. Where the CPU plugin cannot do that, it widens the
+weights and the product runs in float: bf16 on a CPU with bf16 units, f32 elsewhere (the
+compile's inference precision). Which layers are kept out was chosen on the tune part of the
+real-speech set (``scripts/measure_int8_encoder.py``; the choice and its figures are in
+docs/performance.md); the calibration set is part of that tune part. A cache built from
+another calibration set, another list or another NNCF is rebuilt.
 
 Where the cache folder cannot be used nothing is quantized (it takes tens of seconds, at every
 start): :class:`Int8Unavailable` says so and the runtime runs the float graph instead.
@@ -35,13 +40,15 @@ from byoa_skills.runtimes.speech.openvino_runtime import import_openvino
 
 XML_NAME = "openvino-encoder-int8.xml"
 BIN_NAME = "openvino-encoder-int8.bin"
-#: Bumped whenever the way the model is quantized changes in a way the recipe does not show.
-FORMAT = 1
+#: Bumped whenever the way the model is quantized changes in a way the recipe does not show
+#: (2: the kept-out layers' weights int8, their inputs quantized at run time).
+FORMAT = 2
 ARTEFACT = DerivedArtefact("openvino-encoder-int8", (XML_NAME, BIN_NAME), FORMAT)
-#: Regular expressions over the graph's node names of the layers kept out of int8: each
+#: Regular expressions over the graph's node names of the layers kept out of static int8: each
 #: layer's second feed-forward product, whose input is the GELU's (chosen on the tune part:
-#: 3 word edits against CTranslate2 int8's on 444 words, 10 with every layer in int8).
+#: 3 word edits against CTranslate2 int8's on 444 words, 10 with every layer in static int8).
 KEPT_FLOAT: tuple[str, ...] = (r".*ffn/linear_1",)
+
 
 log = logging.getLogger("byoa_skills.runtimes")
 #: The one line that says the build has begun: a command that shows only warnings (such as
@@ -62,7 +69,7 @@ def quantize_encoder(model: Any, windows: Sequence[Any], kept_float: Sequence[st
 
     nncf.set_log_level(logging.WARNING)  # not a line per node kept float
     ignored = nncf.IgnoredScope(patterns=list(kept_float), validate=False) if kept_float else None
-    return nncf.quantize(  # type: ignore[no-any-return]
+    quantized = nncf.quantize(
         model,
         nncf.Dataset(list(windows)),
         model_type=nncf.ModelType.TRANSFORMER,
@@ -70,6 +77,59 @@ def quantize_encoder(model: Any, windows: Sequence[Any], kept_float: Sequence[st
         subset_size=len(windows),
         ignored_scope=ignored,
     )
+    weights_to_int8(quantized, kept_float)
+    return quantized
+
+
+def weights_to_int8(model: Any, patterns: Sequence[str]) -> int:
+    """Store the weights of ``model``'s matrix products whose names match one of ``patterns``
+    as int8 (symmetric, one scale per output row, as CTranslate2 stores its own), in place, so
+    that OpenVINO's CPU plugin can quantize their inputs at run time. Where NNCF's SmoothQuant
+    put a scale on such a product's input, the scale goes back into the weights and the input
+    is read unscaled: per-position run-time scales need no smoothing, and the weights are then
+    the model's own. Returns how many products changed."""
+    import re
+
+    import numpy as np
+    import openvino.opset13 as op
+
+    ov = import_openvino()
+    matches = [re.compile(p) for p in patterns]
+    changed = 0
+    for node in model.get_ordered_ops():
+        if node.get_type_name() != "MatMul":
+            continue
+        if not any(m.fullmatch(node.get_friendly_name()) for m in matches):
+            continue
+        weight = _constant_under(node.input_value(1).get_node())
+        if weight is None or not node.get_attributes().get("transpose_b"):
+            continue  # the encoder's products all read their weights as [outputs, inputs]
+        values = np.array(weight.get_data(), dtype=np.float32)
+        source = node.input_value(0).get_node()
+        if source.get_type_name() == "Multiply" and "smooth_quant" in source.get_friendly_name():
+            smoothing = [_constant_under(i.get_node()) for i in source.input_values()]
+            scale_node = next((c for c in smoothing if c is not None), None)
+            if scale_node is not None:
+                scale = np.array(scale_node.get_data(), dtype=np.float32).reshape(1, -1)
+                values = values * scale
+                unscaled = next(
+                    i for i, c in zip(source.input_values(), smoothing, strict=True) if c is None
+                )
+                node.input(0).replace_source_output(unscaled)
+        peak = np.abs(values).max(axis=1, keepdims=True)
+        row_scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        rows = np.clip(np.rint(values / row_scale), -127, 127).astype(np.int8)
+        widened = op.multiply(op.convert(op.constant(rows), ov.Type.f32), op.constant(row_scale))
+        node.input(1).replace_source_output(widened.output(0))
+        changed += 1
+    return changed
+
+
+def _constant_under(node: Any) -> Any:
+    """``node`` if it is a constant, the constant it converts if it converts one, else None."""
+    if node.get_type_name() == "Convert":
+        node = node.input_value(0).get_node()
+    return node if node.get_type_name() == "Constant" else None
 
 
 def recipe(kept_float: Sequence[str]) -> str:
