@@ -32,9 +32,9 @@ def entry(bf16: bool) -> dict[str, Any]:
         },
         "cosine_vs_float32": {b: {"5": 0.99, "30": 1.0} for b in backends},
         "word_edits_vs_int8": {
-            "ctranslate2-int8": {"edits": 0, "words": 180},
+            "ctranslate2-int8": {"edits": 0, "words": 180, "wer": 0.0634},
             "ctranslate2-float32": {"edits": 9, "words": 180},
-            "openvino-f32": {"edits": 7, "words": 180},
+            "openvino-f32": {"edits": 7, "words": 180, "wer": 0.0512},
         },
         "clips": 18,
         "bf16_units": bf16,
@@ -51,8 +51,9 @@ def test_the_report_has_a_row_per_backend_and_window_and_says_what_was_not_measu
         "| openvino-f32 | 30 | 750 | 1.25 | 750 | 1.25 | 1.00000 |",
     ]
     said = lines[-1]
-    assert "openvino-f32 7 edits on 180 words" in said
-    assert "ctranslate2-float32 9 edits on 180 words" in said
+    assert "openvino-f32 7 edits on 180 words (WER 0.051)" in said
+    assert "ctranslate2-float32 9 edits on 180 words;" in said  # no WER kept: none said
+    assert "ctranslate2-int8 (WER 0.063)." in said
     assert "bf16 not measured" in said and "AVX2" in said
     assert "not measured" not in report._scenario_lines("encoder", entry(bf16=True))[-1]
 

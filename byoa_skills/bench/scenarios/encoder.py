@@ -195,8 +195,9 @@ def _encoders(ctx: Context, threads: int, bf16: bool) -> dict[str, Encode]:
 def _word_edits(ctx: Context, bf16: bool) -> dict[str, dict[str, Any]]:
     """Per backend, its transcripts' word edits against CTranslate2 int8's on the held-out
     part (the engine's decode on the whole window, the clip's language given, 2 threads),
-    the words of CTranslate2 int8's transcripts, the clips, and whether the backend keeps the
-    words (edits no more than CTranslate2 float32's or 1 % of the words). On a CPU with bf16
+    the words of CTranslate2 int8's transcripts, the clips, its word error rate against the
+    clips' reference texts, and whether the backend keeps the words (edits no more than
+    CTranslate2 float32's or 1 % of the words). On a CPU with bf16
     units forcing OpenVINO runs bf16, so OpenVINO f32's words are not decoded there."""
     import soundfile
 
@@ -231,10 +232,12 @@ def _word_edits(ctx: Context, bf16: bool) -> dict[str, dict[str, Any]]:
     edits: dict[str, dict[str, Any]] = {}
     for backend, heard in texts.items():
         pairs = [word_errors(ref, text) for ref, text in zip(texts[DEFAULT], heard, strict=True)]
+        errors = [word_errors(r["text"], text) for r, text in zip(records, heard, strict=True)]
         edits[backend] = {
             "edits": sum(e for e, _ in pairs),
             "words": sum(n for _, n in pairs),
             "clips": len(records),
+            "wer": round(sum(e for e, _ in errors) / max(1, sum(n for _, n in errors)), 4),
         }
     limit = word_edit_limit(edits[REFERENCE]["edits"], edits[DEFAULT]["words"])
     for figures in edits.values():
@@ -300,10 +303,11 @@ def summary_line(entry: dict[str, Any]) -> str:
     """The words, the bf16 units and CTranslate2's ISA, in one sentence."""
     words = "; ".join(
         f"{backend} {figures['edits']} edit{'' if figures['edits'] == 1 else 's'} on "
-        f"{figures['words']} words"
+        f"{figures['words']} words{_wer_words(figures)}"
         for backend, figures in entry["word_edits_vs_int8"].items()
         if backend != DEFAULT
     )
+    reference = entry["word_edits_vs_int8"][DEFAULT]
     units = "yes" if entry["bf16_units"] else "no (OpenVINO runs f32 only; bf16 not measured)"
     held = entry["word_edits_vs_int8"][DEFAULT].get("clips", entry["clips"])
     kept = [
@@ -312,9 +316,15 @@ def summary_line(entry: dict[str, Any]) -> str:
     return (
         f"Word edits against {DEFAULT}'s transcripts on {held} held-out real clips: {words}; "
         f"keep the words (no more edits than {REFERENCE}'s or 1 % of the words): "
-        f"{', '.join(kept) or 'none'}.{_fastest_words(entry, kept)} "
+        f"{', '.join(kept) or 'none'}.{_fastest_words(entry, kept)}"
+        f"{f' {DEFAULT}{_wer_words(reference)}.' if 'wer' in reference else ''} "
         f"bf16 units: {units}. CTranslate2's ISA: {entry['ct2_isa']}.{_roofline_words(entry)}"
     )
+
+
+def _wer_words(figures: dict[str, Any]) -> str:
+    """' (WER 0.054)' against the reference texts, or '' for a run that did not keep it."""
+    return f" (WER {figures['wer']:.3f})" if "wer" in figures else ""
 
 
 def _fastest_words(entry: dict[str, Any], kept: list[str]) -> str:
