@@ -197,8 +197,8 @@ def _word_edits(ctx: Context, bf16: bool) -> dict[str, dict[str, Any]]:
     part (the engine's decode on the whole window, the clip's language given, 2 threads),
     the words of CTranslate2 int8's transcripts, the clips, its word error rate against the
     clips' reference texts, and whether the backend keeps the words (edits no more than
-    CTranslate2 float32's or 1 % of the words). On a CPU with bf16
-    units forcing OpenVINO runs bf16, so OpenVINO f32's words are not decoded there."""
+    CTranslate2 float32's or 1 % of the words). On a CPU with bf16 units forcing OpenVINO runs
+    bf16, so OpenVINO f32's words are not decoded there."""
     import soundfile
 
     from byoa_skills.bench.clips import REAL_DIR, real_records
@@ -309,7 +309,7 @@ def summary_line(entry: dict[str, Any]) -> str:
     )
     reference = entry["word_edits_vs_int8"][DEFAULT]
     units = "yes" if entry["bf16_units"] else "no (OpenVINO runs f32 only; bf16 not measured)"
-    held = entry["word_edits_vs_int8"][DEFAULT].get("clips", entry["clips"])
+    held = reference.get("clips", entry["clips"])
     kept = [
         b for b, f in entry["word_edits_vs_int8"].items() if b != DEFAULT and f.get("keeps_words")
     ]
@@ -317,7 +317,7 @@ def summary_line(entry: dict[str, Any]) -> str:
         f"Word edits against {DEFAULT}'s transcripts on {held} held-out real clips: {words}; "
         f"keep the words (no more edits than {REFERENCE}'s or 1 % of the words): "
         f"{', '.join(kept) or 'none'}.{_fastest_words(entry, kept)}"
-        f"{f' {DEFAULT}{_wer_words(reference)}.' if 'wer' in reference else ''} "
+        f"{f' {DEFAULT}{wer}.' if (wer := _wer_words(reference)) else ''} "
         f"bf16 units: {units}. CTranslate2's ISA: {entry['ct2_isa']}.{_roofline_words(entry)}"
     )
 

@@ -49,7 +49,6 @@ ARTEFACT = DerivedArtefact("openvino-encoder-int8", (XML_NAME, BIN_NAME), FORMAT
 #: 3 word edits against CTranslate2 int8's on 444 words, 10 with every layer in static int8).
 KEPT_FLOAT: tuple[str, ...] = (r".*ffn/linear_1",)
 
-
 log = logging.getLogger("byoa_skills.runtimes")
 #: The one line that says the build has begun: a command that shows only warnings (such as
 #: ``transcribe``) shows this logger's too, so that half a minute of quiet is explained.
