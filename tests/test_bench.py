@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from byoa_skills.bench import cli, compare, plots
-from byoa_skills.bench.phases import PARTS, parts_of, phase_split
+from byoa_skills.bench.phases import PARTS, goal_budget, parts_of, phase_split
+from byoa_skills.bench.report import budget_line
 from byoa_skills.bench.scenarios import default_names, names
 from byoa_skills.bench.server import Timed, parse_server_timing, server_timing_window
 from byoa_skills.bench.stats import spread_of, summarize
@@ -61,6 +62,26 @@ def test_a_calls_wait_is_split_into_parts_that_add_up_to_it() -> None:
     assert split["calls"] == 2 and split["waited_ms"] == pytest.approx(250)
     assert split["ms"]["encode"] == pytest.approx(75) and split["ms"]["queue"] == pytest.approx(20)
     assert split["share"]["decode"] == pytest.approx(115 / 250)
+
+
+def test_the_goal_budget_says_what_the_encode_may_take() -> None:
+    ms = {"queue": 50, "features": 8, "encode": 370, "detect": 0, "decode": 313}
+    ms |= {"worker": 4, "handoff": 2, "api": 3}
+    split = {"concurrency": 2, "calls": 40, "waited_ms": 750.0, "ms": ms}
+    budget = goal_budget(split, workers=2, yardstick=1.49, goal=2.5)
+    assert budget is not None
+    assert budget["allowed_ms"] == pytest.approx(2000 / (2.5 * 1.49))
+    assert budget["busy_ms"] == pytest.approx(697)  # neither the queue nor the API process
+    assert budget["encode_allowed_ms"] == pytest.approx(2000 / (2.5 * 1.49) - 327)
+    line = budget_line(budget)
+    assert "allows 537 ms" in line and "at most 210 ms (now 370)" in line
+    slow_yardstick = goal_budget(split, workers=2, yardstick=0.5, goal=2.5)
+    assert slow_yardstick is not None and slow_yardstick["encode_allowed_ms"] == pytest.approx(1273)
+    fast_yardstick = goal_budget(split, workers=2, yardstick=5.0, goal=2.5)
+    assert fast_yardstick is not None and fast_yardstick["encode_allowed_ms"] < 0
+    assert "out of the encoder's reach" in budget_line(fast_yardstick)
+    assert goal_budget(dict(split, calls=0), workers=2, yardstick=1.49, goal=2.5) is None
+    assert goal_budget(split, workers=2, yardstick=0.0, goal=2.5) is None
 
 
 def test_wyoming_events_round_trip() -> None:
@@ -258,6 +279,18 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         engine["best_throughput"] / direct["faster_whisper_best_throughput"]
     )
     assert results["headline"]["engine_vs_faster_whisper"]["value"] == engine["vs_faster_whisper"]
+    levels = [level["concurrency"] for level in engine["sweep"]]
+    budget = engine["goal_budget"]  # taken at as many calls as workers, where the sweep has it
+    if engine["workers"] not in levels:
+        assert budget is None
+    else:
+        assert budget["concurrency"] == engine["workers"]
+        assert budget["allowed_ms"] == pytest.approx(
+            engine["workers"] * 1000 / (2.5 * direct["faster_whisper_best_throughput"])
+        )
+        assert 0 < budget["encode_ms"] < budget["busy_ms"]
+        allowed = results["headline"]["engine_encode_allowed_ms"]["value"]
+        assert allowed == budget["encode_allowed_ms"]
     rates = {level["concurrency"]: level["throughput"] for level in engine["sweep"]}
     assert engine["c2_vs_c1"] == pytest.approx(rates[2] / rates[1])
     # where each level's time went: every part measured, adding up to the mean wait

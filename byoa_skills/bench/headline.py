@@ -62,6 +62,13 @@ def headline(results: dict[str, Any]) -> dict[str, Figure]:
         out["engine_vs_faster_whisper"] = _figure(
             engine.get("vs_faster_whisper"), "ratio", "higher", "engine / faster-whisper direct"
         )
+        if budget := engine.get("goal_budget"):
+            out["engine_encode_allowed_ms"] = _figure(
+                budget["encode_allowed_ms"],
+                "ms",
+                "higher",
+                f"encode a call may take for {budget['goal']:g}x faster-whisper direct",
+            )
         out["engine_c2_vs_c1"] = _figure(
             engine.get("c2_vs_c1"), "ratio", "higher", "engine throughput at 2 calls / at 1"
         )

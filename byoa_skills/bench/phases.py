@@ -46,3 +46,35 @@ def phase_split(calls: Sequence[Timed]) -> dict[str, Any]:
         "ms": {name: mean * 1000 for name, mean in means.items()},
         "share": {name: mean / waited if waited else 0.0 for name, mean in means.items()},
     }
+
+
+#: The parts of a call that keep its worker busy: the model's phases, the model's time outside
+#: them and the pool's handoff (not the queue, which waits for a worker, nor the API process).
+BUSY_PARTS = (*PHASES, "worker", "handoff")
+
+
+def goal_budget(
+    split: dict[str, Any], *, workers: int, yardstick: float, goal: float
+) -> dict[str, float] | None:
+    """What a call may keep a worker busy for the engine to give ``goal`` times ``yardstick``
+    clips/s with ``workers`` workers always busy, against what the calls of ``split`` (a
+    :func:`phase_split` at ``workers`` calls in flight) took.
+
+    ``allowed_ms`` = workers / (goal · yardstick); ``busy_ms``, the calls' mean of
+    :data:`BUSY_PARTS`; ``encode_allowed_ms``, what the encode may take with every other part as
+    measured (zero or less: the goal is out of the encoder's reach). None without calls or a
+    yardstick."""
+    if not split.get("calls") or yardstick <= 0 or workers <= 0 or goal <= 0:
+        return None
+    ms = split["ms"]
+    busy = sum(ms.get(name, 0.0) for name in BUSY_PARTS)
+    allowed = workers * 1000 / (goal * yardstick)
+    return {
+        "goal": goal,
+        "concurrency": float(split["concurrency"]),
+        "allowed_ms": allowed,
+        "busy_ms": busy,
+        "encode_ms": ms.get("encode", 0.0),
+        "decode_ms": ms.get("decode", 0.0),
+        "encode_allowed_ms": allowed - (busy - ms.get("encode", 0.0)),
+    }

@@ -67,6 +67,24 @@ def _phase_table(splits: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def budget_line(budget: dict[str, float]) -> str:
+    """One sentence on a :func:`~byoa_skills.bench.phases.goal_budget`: what the goal allows a
+    call, what the calls took, and what that leaves the encode (or that it leaves nothing)."""
+    allowed = budget["encode_allowed_ms"]
+    reach = (
+        f"with the other parts as they are, the encode would have to take at most {allowed:.0f} "
+        f"ms (now {budget['encode_ms']:.0f})"
+        if allowed > 0
+        else "the other parts alone take more: out of the encoder's reach"
+    )
+    return (
+        f"{budget['goal']:g}x faster-whisper direct allows {budget['allowed_ms']:.0f} ms of a "
+        f"worker a call at {budget['concurrency']:.0f} calls in flight; the calls took "
+        f"{budget['busy_ms']:.0f} (encode {budget['encode_ms']:.0f}, decode "
+        f"{budget['decode_ms']:.0f}): {reach}."
+    )
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The report as markdown: machine, headline, then each scenario's tables."""
     machine, settings = results["machine"], results["settings"]
@@ -194,6 +212,8 @@ def _scenario_lines(name: str, entry: dict[str, Any]) -> list[str]:
                 f"{entry['vs_faster_whisper']:.2f}x faster-whisper direct "
                 f"({_n(entry['faster_whisper_best'])} clips/s).",
             ]
+        if budget := entry.get("goal_budget"):
+            lines += ["", budget_line(budget)]
         if entry.get("vs_direct_best"):
             lines += [
                 "",

@@ -5,17 +5,22 @@ workers, with each level's phase split (where a call's time goes), the ratio of 
 at 2 calls to that at 1, and the ratio of its best throughput to "faster-whisper direct"
 (faster-whisper called as a user calls it), to "direct best" (the runtime in-process, the
 whole window) and to "direct best, short windows" (the engine's own decoding without the
-pool)."""
+pool). Where faster-whisper direct was measured it also says what a call may keep a worker
+busy for the engine to be :data:`GOAL_VS_FASTER_WHISPER` times as fast, against what the calls
+at as many calls in flight as workers took, and what that leaves the encoder."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from byoa_skills.bench.context import Context
+from byoa_skills.bench.phases import goal_budget
 from byoa_skills.bench.scenarios import enginerun
 
 NAME = "engine"
 TITLE = "Engine over the local API"
+#: The engine's throughput goal, in times faster-whisper direct's.
+GOAL_VS_FASTER_WHISPER = 2.5
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -35,6 +40,12 @@ def run(ctx: Context) -> dict[str, Any]:
     yardstick = ctx.shared.get("faster_whisper_best")
     figures["faster_whisper_best"] = yardstick
     figures["vs_faster_whisper"] = figures["best_throughput"] / yardstick if yardstick else None
+    full = [split for split in figures["phase_split"] if split["concurrency"] == workers]
+    figures["goal_budget"] = (
+        goal_budget(full[0], workers=workers, yardstick=yardstick, goal=GOAL_VS_FASTER_WHISPER)
+        if full and yardstick
+        else None
+    )
     floor = ctx.shared.get("floor", {})
     figures["vs_floor"] = {
         name: stats["p50"] / floor[name]
