@@ -279,9 +279,9 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         engine["best_throughput"] / direct["faster_whisper_best_throughput"]
     )
     assert results["headline"]["engine_vs_faster_whisper"]["value"] == engine["vs_faster_whisper"]
-    levels = [level["concurrency"] for level in engine["sweep"]]
+    rates = {level["concurrency"]: level["throughput"] for level in engine["sweep"]}
     budget = engine["goal_budget"]  # taken at as many calls as workers, where the sweep has it
-    if engine["workers"] not in levels:
+    if engine["workers"] not in rates:
         assert budget is None
     else:
         assert budget["concurrency"] == engine["workers"]
@@ -291,7 +291,6 @@ def test_tiny_run_writes_a_consistent_report(tiny_run: tuple[Path, dict[str, Any
         assert 0 < budget["encode_ms"] < budget["busy_ms"]
         allowed = results["headline"]["engine_encode_allowed_ms"]["value"]
         assert allowed == budget["encode_allowed_ms"]
-    rates = {level["concurrency"]: level["throughput"] for level in engine["sweep"]}
     assert engine["c2_vs_c1"] == pytest.approx(rates[2] / rates[1])
     # where each level's time went: every part measured, adding up to the mean wait
     assert [split["concurrency"] for split in engine["phase_split"]] == list(rates)

@@ -68,13 +68,14 @@ def goal_budget(
         return None
     ms = split["ms"]
     busy = sum(ms.get(name, 0.0) for name in BUSY_PARTS)
+    encode = ms.get("encode", 0.0)
     allowed = workers * 1000 / (goal * yardstick)
     return {
         "goal": goal,
         "concurrency": float(split["concurrency"]),
         "allowed_ms": allowed,
         "busy_ms": busy,
-        "encode_ms": ms.get("encode", 0.0),
+        "encode_ms": encode,
         "decode_ms": ms.get("decode", 0.0),
-        "encode_allowed_ms": allowed - (busy - ms.get("encode", 0.0)),
+        "encode_allowed_ms": allowed - (busy - encode),
     }
